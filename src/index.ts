@@ -1,0 +1,1 @@
+export { LeaseholdError, ErrorCodes, isLeaseholdError } from "./errors.js";
