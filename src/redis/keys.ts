@@ -1,0 +1,107 @@
+/**
+ * Every Redis key name leasehold uses, built in one place. Per-job keys carry
+ * the job id as a hash tag (`{<jobId>}`), so all of a job's keys live in one
+ * Redis Cluster slot and a script can touch them together.
+ * @module
+ */
+import { ErrorCodes, LeaseholdError } from '../errors.js';
+
+/** The default key prefix. */
+export const DEFAULT_PREFIX = 'leasehold';
+
+/** Key builders for one prefix; see {@link keys}. */
+export interface Keys {
+  /** The prefix every key starts with. */
+  readonly prefix: string;
+  /** String: the job's lease; its value names holder, since, tick and token. */
+  lease(jobId: string): string;
+  /** Hash: the job's claim state (`tick`, `fence`, `due`). */
+  state(jobId: string): string;
+  /** Hash: the job's cluster-wide counters and last outcome. */
+  stats(jobId: string): string;
+  /** Hash: the job's per-instance counters. */
+  instanceStats(jobId: string): string;
+  /** List: the job's recent runs. */
+  runs(jobId: string): string;
+  /** The job's pending stats batches. */
+  batches(jobId: string): string;
+  /** Hash: operator settings that override job definitions. */
+  readonly settings: string;
+  /** Set: the ids of every job any node has registered. */
+  readonly jobs: string;
+  /** Sorted set: instance ids scored by last-seen time (ms). */
+  readonly instances: string;
+  /** Hash with a TTL: one instance's heartbeat. */
+  instance(id: string): string;
+  /** Pub/sub channel: control messages between nodes. */
+  readonly control: string;
+}
+
+/** One row of {@link KEY_TABLE}. */
+export interface KeyDescription {
+  /** The key's name, with `<prefix>`, `<jobId>` and `<id>` as placeholders. */
+  readonly pattern: string;
+  /** The Redis type stored under the key. */
+  readonly type: 'string' | 'hash' | 'list' | 'set' | 'zset' | 'channel';
+  /** What the key is for. */
+  readonly purpose: string;
+}
+
+/**
+ * Every key leasehold writes, for the README's key table (a test keeps the
+ * two in step). `<prefix>` defaults to {@link DEFAULT_PREFIX}.
+ */
+export const KEY_TABLE: readonly KeyDescription[] = [
+  { pattern: '<prefix>:{<jobId>}:lease', type: 'string', purpose: 'the installation lease: `<holder> since <time> tick <time> token <n>`, with a TTL' },
+  { pattern: '<prefix>:{<jobId>}:state', type: 'hash', purpose: 'claim state: `tick` last claimed tick (ms), `fence` fencing counter, `due` next fixedDelay start (ms)' },
+  { pattern: '<prefix>:{<jobId>}:stats', type: 'hash', purpose: 'cluster-wide counters and last outcome of the job' },
+  { pattern: '<prefix>:{<jobId>}:instances', type: 'hash', purpose: 'per-instance counters of the job' },
+  { pattern: '<prefix>:{<jobId>}:runs', type: 'list', purpose: 'the job\'s recent runs, newest first' },
+  { pattern: '<prefix>:{<jobId>}:batches', type: 'hash', purpose: 'stats batches already applied, so a retried batch counts once' },
+  { pattern: '<prefix>:settings', type: 'hash', purpose: 'operator overrides: `<jobId>.paused`, `<jobId>.cron`, ...' },
+  { pattern: '<prefix>:jobs', type: 'set', purpose: 'ids of every registered job' },
+  { pattern: '<prefix>:instances', type: 'zset', purpose: 'live instance ids scored by last seen (ms)' },
+  { pattern: '<prefix>:instance:<id>', type: 'hash', purpose: 'one instance: id, host, pid, version, started, last seen; expires when the node dies' },
+  { pattern: '<prefix>:control', type: 'channel', purpose: 'pub/sub channel for control messages (run now, pause, resume)' },
+];
+
+const FORBIDDEN = /[{}\s]/;
+
+function checkPart(what: string, value: string): void {
+  if (typeof value !== 'string' || value.length === 0 || FORBIDDEN.test(value)) {
+    throw new LeaseholdError(
+      ErrorCodes.INVALID_CONFIG,
+      `${what} ${JSON.stringify(value)} is not usable in a Redis key: it must be non-empty, without braces or whitespace`,
+    );
+  }
+}
+
+/**
+ * Key builders for `prefix`. Throws `INVALID_CONFIG` when the prefix, or a
+ * job or instance id given later, is empty or holds braces or whitespace
+ * (braces would break the hash tag).
+ */
+export function keys(prefix: string = DEFAULT_PREFIX): Keys {
+  checkPart('key prefix', prefix);
+  const job = (jobId: string, suffix: string): string => {
+    checkPart('job id', jobId);
+    return `${prefix}:{${jobId}}:${suffix}`;
+  };
+  return {
+    prefix,
+    lease: (jobId) => job(jobId, 'lease'),
+    state: (jobId) => job(jobId, 'state'),
+    stats: (jobId) => job(jobId, 'stats'),
+    instanceStats: (jobId) => job(jobId, 'instances'),
+    runs: (jobId) => job(jobId, 'runs'),
+    batches: (jobId) => job(jobId, 'batches'),
+    settings: `${prefix}:settings`,
+    jobs: `${prefix}:jobs`,
+    instances: `${prefix}:instances`,
+    instance: (id) => {
+      checkPart('instance id', id);
+      return `${prefix}:instance:${id}`;
+    },
+    control: `${prefix}:control`,
+  };
+}
