@@ -1,0 +1,98 @@
+--[[
+  Claim a job's lease for one schedule tick, at most once per tick for the
+  whole installation, and mint a fencing token. Decides on Redis server time
+  (TIME) only, never on a node's clock.
+
+  Input:
+    KEYS[1] lease  string  the job's lease; value says holder, since, tick, token
+    KEYS[2] state  hash    tick = last claimed tick (epoch ms),
+                           fence = fencing counter,
+                           due = next fixedDelay start (epoch ms)
+
+    ARGV[1] tick        integer  epoch ms; the schedule tick every node agrees on
+    ARGV[2] leaseMs     integer  ms; lease time to live, > 0
+    ARGV[3] holder      string   instance id of the claimant
+    ARGV[4] mode        string   'grid' (cron, fixedRate) or 'delay' (fixedDelay)
+    ARGV[5] nowGuardMs  integer  ms; how far before the tick a claim is accepted
+
+  Output, the first decision that applies:
+    {'early', serverNowMs}    server time is before tick - nowGuardMs
+    {'done', lastTick}        this tick, or a later one, was already claimed
+    {'notDue', dueMs}         mode 'delay' and tick is before state.due
+    {'held', value, pttlMs}   someone holds the lease (pttlMs -1: no TTL)
+    {'claimed', token, value, previousTick, serverNowMs}
+                              claimed: state.tick = tick, state.fence
+                              incremented to token, lease set with leaseMs;
+                              previousTick is the last claimed tick or -1
+]]
+local leaseKey = KEYS[1]
+local stateKey = KEYS[2]
+local tick = tonumber(ARGV[1])
+local leaseMs = tonumber(ARGV[2])
+local holder = ARGV[3]
+local mode = ARGV[4]
+local nowGuardMs = tonumber(ARGV[5])
+
+if not tick or tick ~= math.floor(tick) then
+  return redis.error_reply('ERR leasehold claim: tick must be an integer (ms)')
+end
+if not leaseMs or leaseMs <= 0 or leaseMs ~= math.floor(leaseMs) then
+  return redis.error_reply('ERR leasehold claim: leaseMs must be a positive integer')
+end
+if mode ~= 'grid' and mode ~= 'delay' then
+  return redis.error_reply('ERR leasehold claim: mode must be grid or delay')
+end
+if not nowGuardMs or nowGuardMs < 0 then
+  return redis.error_reply('ERR leasehold claim: nowGuardMs must be >= 0')
+end
+
+-- ISO-8601 UTC text of an epoch ms value (days to civil date, proleptic
+-- Gregorian calendar), as Date.prototype.toISOString writes it.
+local function iso(ms)
+  local secs = math.floor(ms / 1000)
+  local milli = ms - secs * 1000
+  local days = math.floor(secs / 86400)
+  local sod = secs - days * 86400
+  local z = days + 719468
+  local era = math.floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524)
+    - math.floor(doe / 146096)) / 365)
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local day = doy - math.floor((153 * mp + 2) / 5) + 1
+  local month = mp < 10 and mp + 3 or mp - 9
+  local year = yoe + era * 400
+  if month <= 2 then year = year + 1 end
+  return string.format('%04d-%02d-%02dT%02d:%02d:%02d.%03dZ', year, month, day,
+    math.floor(sod / 3600), math.floor((sod % 3600) / 60), sod % 60, milli)
+end
+
+local time = redis.call('TIME')
+local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+
+if nowMs < tick - nowGuardMs then
+  return {'early', nowMs}
+end
+
+local state = redis.call('HMGET', stateKey, 'tick', 'due')
+local lastTick = tonumber(state[1])
+if lastTick and lastTick >= tick then
+  return {'done', lastTick}
+end
+
+local due = tonumber(state[2])
+if mode == 'delay' and due and tick < due then
+  return {'notDue', due}
+end
+
+local current = redis.call('GET', leaseKey)
+if current then
+  return {'held', current, redis.call('PTTL', leaseKey)}
+end
+
+local token = redis.call('HINCRBY', stateKey, 'fence', 1)
+redis.call('HSET', stateKey, 'tick', string.format('%d', tick))
+local value = holder .. ' since ' .. iso(nowMs) .. ' tick ' .. iso(tick) .. ' token ' .. token
+redis.call('SET', leaseKey, value, 'PX', leaseMs)
+return {'claimed', token, value, lastTick or -1, nowMs}

@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Redis } from 'ioredis';
+import { isLeaseholdError } from '../src/errors.js';
+import { claimScript, extendScript, releaseScript } from '../src/redis/commands.js';
+import { startRedis, type TestRedis } from './helpers/redis.js';
+
+describe('lua scripts', () => {
+  let server: TestRedis;
+  let redis: Redis;
+  let n = 0;
+  const fresh = (): { leaseKey: string; stateKey: string } => {
+    n += 1;
+    return { leaseKey: `scripts-test:{j${n}}:lease`, stateKey: `scripts-test:{j${n}}:state` };
+  };
+  before(async () => {
+    server = await startRedis();
+    redis = server.client();
+  });
+  after(async () => {
+    await server.stop();
+  });
+
+  it('writes lease values an operator can read, with exact ISO times', async () => {
+    const ticks = [
+      0, 951_782_400_000, 951_868_799_999, 1_078_099_200_123, 1_709_164_800_000,
+      1_735_689_599_999, 4_102_444_800_000, 253_402_300_799_999,
+    ];
+    for (let i = 0; i < 200; i++) ticks.push(Math.floor(Math.random() * 4_102_444_800_000));
+    for (const tick of ticks) {
+      const k = fresh();
+      const reply = await claimScript(redis, { ...k, tick, leaseMs: 1000, holder: 'host-7', mode: 'grid', nowGuardMs: 1e15 });
+      assert.equal(reply.kind, 'claimed');
+      if (reply.kind !== 'claimed') continue;
+      const since = new Date(reply.serverNowMs).toISOString();
+      assert.equal(reply.value, `host-7 since ${since} tick ${new Date(tick).toISOString()} token 1`);
+      assert.equal(await redis.get(k.leaseKey), reply.value);
+      assert.equal(await redis.hget(k.stateKey, 'tick'), String(tick));
+    }
+  });
+
+  it('uses Redis server time', async () => {
+    const k = fresh();
+    const [s, us] = await redis.time();
+    const serverMs = Number(s) * 1000 + Math.floor(Number(us) / 1000);
+    const reply = await claimScript(redis, { ...k, tick: serverMs + 60_000, leaseMs: 1000, holder: 'h', mode: 'grid', nowGuardMs: 0 });
+    assert.equal(reply.kind, 'early');
+    if (reply.kind === 'early') assert.ok(Math.abs(reply.serverNowMs - serverMs) < 1000);
+  });
+
+  it('checks arguments before sending them', async () => {
+    const k = fresh();
+    const base = { ...k, tick: 1, leaseMs: 1000, holder: 'h', mode: 'grid' as const, nowGuardMs: 0 };
+    for (const bad of [{ tick: 1.5 }, { tick: -1 }, { leaseMs: 0 }, { leaseMs: Number.NaN }, { nowGuardMs: -1 }]) {
+      await assert.rejects(claimScript(redis, { ...base, ...bad }), (err) => isLeaseholdError(err, 'INVALID_CONFIG'));
+    }
+    await assert.rejects(extendScript(redis, { leaseKey: k.leaseKey, value: 'v', leaseMs: 0 }), (err) => isLeaseholdError(err, 'INVALID_CONFIG'));
+    await assert.rejects(releaseScript(redis, { ...k, value: 'v', delayMs: -2 }), (err) => isLeaseholdError(err, 'INVALID_CONFIG'));
+  });
+
+  it('refuses a bad mode inside the script too', async () => {
+    const k = fresh();
+    const mode = 'sometimes' as unknown as 'grid';
+    await assert.rejects(claimScript(redis, { ...k, tick: 1, leaseMs: 1000, holder: 'h', mode, nowGuardMs: 0 }), /mode must be grid or delay/);
+  });
+
+  it('registers the scripts once per connection and survives a script flush', async () => {
+    const k = fresh();
+    const first = await claimScript(redis, { ...k, tick: 1, leaseMs: 1000, holder: 'h', mode: 'grid', nowGuardMs: 0 });
+    assert.equal(first.kind, 'claimed');
+    await redis.script('FLUSH');
+    assert.equal(await extendScript(redis, { leaseKey: k.leaseKey, value: first.kind === 'claimed' ? first.value : '', leaseMs: 1000 }), true);
+  });
+});
