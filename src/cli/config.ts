@@ -1,0 +1,93 @@
+/**
+ * The node's configuration: every flag and environment variable in one table, from which
+ * the parser and the README's reference are made.
+ * @module
+ */
+import { LeaseholdError } from '../errors.js';
+
+/** One configuration setting. */
+export interface ConfigEntry {
+  /** Key in the parsed config. */
+  readonly key: keyof NodeConfig;
+  /** Command-line flag, if any (secrets have none: a flag shows in `ps`). */
+  readonly flag: string | undefined;
+  /** Environment variable, if any. */
+  readonly env: string | undefined;
+  /** Default, as documented. */
+  readonly default: string;
+  /** What it means. */
+  readonly description: string;
+}
+
+/** The parsed configuration of `leasehold start`. */
+export interface NodeConfig {
+  jobs: string | undefined;
+  redisUrl: string | undefined;
+  redisClusterNodes: string | undefined;
+  redisSentinels: string | undefined;
+  redisSentinelName: string | undefined;
+  prefix: string;
+  port: number;
+  host: string;
+  instanceId: string | undefined;
+  adminToken: string | undefined;
+  shutdownGrace: string;
+  logLevel: string;
+}
+
+/** Every setting of `leasehold start`. The README's configuration table is checked against this. */
+export const CONFIG: readonly ConfigEntry[] = [
+  { key: 'jobs', flag: '--jobs', env: undefined, default: '(required)', description: 'Module (`.js`, `.mjs`, `.ts`) whose default export is an array of jobs.' },
+  { key: 'redisUrl', flag: '--redis-url', env: 'REDIS_URL', default: '(none)', description: '`redis://` or `rediss://` URL, with user, password and db. Without any Redis setting, installation jobs run on this node alone and nothing is shared.' },
+  { key: 'redisClusterNodes', flag: '--redis-cluster-nodes', env: 'REDIS_CLUSTER_NODES', default: '(none)', description: 'Redis Cluster seed nodes, `host:port,host:port`.' },
+  { key: 'redisSentinels', flag: '--redis-sentinels', env: 'REDIS_SENTINELS', default: '(none)', description: 'Sentinels, `host:port,host:port`; needs `REDIS_SENTINEL_NAME`.' },
+  { key: 'redisSentinelName', flag: '--redis-sentinel-name', env: 'REDIS_SENTINEL_NAME', default: '(none)', description: 'Name of the master the Sentinels watch.' },
+  { key: 'prefix', flag: '--prefix', env: 'LEASEHOLD_PREFIX', default: 'leasehold', description: 'Prefix of every Redis key.' },
+  { key: 'port', flag: '--port', env: 'PORT', default: '3000', description: 'HTTP port of the status API; `0` picks a free port (the node logs it).' },
+  { key: 'host', flag: '--host', env: 'HOST', default: '0.0.0.0', description: 'Address the HTTP server listens on.' },
+  { key: 'instanceId', flag: '--instance-id', env: 'LEASEHOLD_INSTANCE_ID', default: '<host>-<pid>', description: 'This node\'s id in the status and in lease values.' },
+  { key: 'adminToken', flag: undefined, env: 'LEASEHOLD_ADMIN_TOKEN', default: '(none: admin routes refused)', description: 'Bearer token for `POST /manage/jobs/:id/run|pause|resume`.' },
+  { key: 'shutdownGrace', flag: '--shutdown-grace', env: 'LEASEHOLD_SHUTDOWN_GRACE', default: '10s', description: 'How long shutdown waits for runs in progress before aborting them.' },
+  { key: 'logLevel', flag: '--log-level', env: 'LOG_LEVEL', default: 'info', description: 'pino level: fatal, error, warn, info, debug, trace or silent.' },
+];
+
+/**
+ * Reads the configuration from parsed flags and the environment (flags win).
+ * @throws LeaseholdError `INVALID_CONFIG` naming the flag or variable at fault.
+ */
+export function readConfig(flags: Record<string, string | undefined>, env: NodeJS.ProcessEnv): NodeConfig {
+  const get = (e: ConfigEntry): string | undefined => {
+    const fromFlag = e.flag ? flags[e.flag.slice(2)] : undefined;
+    if (fromFlag !== undefined) return fromFlag;
+    const v = e.env ? env[e.env] : undefined;
+    return v === undefined || v.trim() === '' ? undefined : v.trim();
+  };
+  const out: Record<string, string | undefined> = {};
+  for (const e of CONFIG) out[e.key] = get(e);
+  const portEntry = CONFIG.find((e) => e.key === 'port');
+  const portRaw = out['port'] ?? '3000';
+  if (!/^\d{1,5}$/.test(portRaw) || Number(portRaw) > 65535) {
+    throw new LeaseholdError('INVALID_CONFIG', `${portEntry?.env}/${portEntry?.flag}: ${JSON.stringify(portRaw)} is not a port (0 to 65535)`);
+  }
+  if (out['redisSentinels'] && !out['redisSentinelName']) {
+    throw new LeaseholdError('INVALID_CONFIG', 'REDIS_SENTINELS is set but REDIS_SENTINEL_NAME is not');
+  }
+  const redisSources = ['redisUrl', 'redisClusterNodes', 'redisSentinels'].filter((k) => out[k] !== undefined);
+  if (redisSources.length > 1) {
+    throw new LeaseholdError('INVALID_CONFIG', 'give only one of REDIS_URL, REDIS_CLUSTER_NODES, REDIS_SENTINELS');
+  }
+  return {
+    jobs: out['jobs'],
+    redisUrl: out['redisUrl'],
+    redisClusterNodes: out['redisClusterNodes'],
+    redisSentinels: out['redisSentinels'],
+    redisSentinelName: out['redisSentinelName'],
+    prefix: out['prefix'] ?? 'leasehold',
+    port: Number(portRaw),
+    host: out['host'] ?? '0.0.0.0',
+    instanceId: out['instanceId'],
+    adminToken: out['adminToken'],
+    shutdownGrace: out['shutdownGrace'] ?? '10s',
+    logLevel: out['logLevel'] ?? 'info',
+  };
+}

@@ -1,0 +1,65 @@
+/**
+ * `leasehold start --jobs <module>`: runs a node until SIGTERM or SIGINT.
+ * @module
+ */
+import { parseArgs } from 'node:util';
+import { LeaseholdError } from '../errors.js';
+import { createLogger } from '../log/logger.js';
+import { normalizeJobs } from '../schedule/job.js';
+import { createRunner } from '../runner/create.js';
+import { CONFIG, readConfig } from './config.js';
+import { loadJobsModule } from './load.js';
+
+function parseFlags(args: string[]): Record<string, string | undefined> {
+  const options: Record<string, { type: 'string' }> = {};
+  for (const e of CONFIG) if (e.flag) options[e.flag.slice(2)] = { type: 'string' };
+  try {
+    const { values, positionals } = parseArgs({ args, options, strict: true, allowPositionals: true });
+    if (positionals.length > 0) throw new Error(`unexpected argument ${JSON.stringify(positionals[0])}`);
+    return values as Record<string, string | undefined>;
+  } catch (err) {
+    throw new LeaseholdError('INVALID_CONFIG', `start: ${(err as Error).message.split('\n')[0]}`);
+  }
+}
+
+/** Runs a node; resolves to the exit code once it has stopped. */
+export async function runStart(args: string[]): Promise<number> {
+  const config = readConfig(parseFlags(args), process.env);
+  if (!config.jobs) throw new LeaseholdError('INVALID_CONFIG', 'start: --jobs <module> is required');
+  const logger = createLogger({ level: config.logLevel });
+  const jobs = normalizeJobs(await loadJobsModule(config.jobs));
+  const runner = createRunner({
+    logger,
+    prefix: config.prefix,
+    shutdownGrace: config.shutdownGrace,
+    ...(config.instanceId ? { instanceId: config.instanceId } : {}),
+    ...(config.redisUrl ? { redisUrl: config.redisUrl } : {}),
+  });
+  for (const job of jobs) runner.add(job);
+  await runner.start();
+
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const onSignal = (signal: NodeJS.Signals): void => {
+      if (stopping) {
+        logger.warn({ signal }, 'second %s: exiting without waiting', signal);
+        process.exit(130);
+      }
+      stopping = true;
+      logger.info({ signal }, 'received %s, shutting down', signal);
+      runner.stop().then(
+        () => {
+          process.off('SIGTERM', onSignal);
+          process.off('SIGINT', onSignal);
+          resolve(0);
+        },
+        (err: unknown) => {
+          logger.error({ err }, 'shutdown failed');
+          resolve(1);
+        },
+      );
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+  });
+}

@@ -1,0 +1,48 @@
+/**
+ * Logs run outcomes: for a job that keeps failing, the first failure (warn) and the
+ * recovery (info), not every repeat.
+ * @module
+ */
+import type { Logger } from 'pino';
+import type { RunnerCore } from '../runner/runner.js';
+
+/** Subscribes a logger to a runner's events. Returns an unsubscribe function. */
+export function attachLogListener(runner: RunnerCore, log: Logger): () => void {
+  const failing = new Map<string, number>();
+  const offs = [
+    runner.on('runStarted', (e) => log.debug({ jobId: e.jobId, runId: e.runId, scheduledAt: new Date(e.scheduledAt).toISOString(), lagMs: e.lagMs, fencingToken: e.fencingToken }, 'run started')),
+    runner.on('runEnded', (e) => {
+      const fields = { jobId: e.jobId, runId: e.runId, outcome: e.outcome, durationMs: e.durationMs };
+      if (e.outcome === 'succeeded') {
+        const streak = failing.get(e.jobId);
+        if (streak !== undefined) {
+          failing.delete(e.jobId);
+          log.info({ ...fields, failedRuns: streak }, 'job "%s" recovered after %d unsuccessful runs', e.jobId, streak);
+        } else {
+          log.debug(fields, 'run succeeded');
+        }
+        return;
+      }
+      if (e.outcome === 'interrupted') {
+        log.info({ ...fields, error: e.error }, 'run of "%s" interrupted by shutdown', e.jobId);
+        return;
+      }
+      const streak = (failing.get(e.jobId) ?? 0) + 1;
+      failing.set(e.jobId, streak);
+      if (streak === 1) {
+        const err = e.cause instanceof Error ? e.cause : undefined;
+        log.warn({ ...fields, err, error: e.error }, 'job "%s" %s: %s', e.jobId, e.outcome, e.error ?? 'no error message');
+      } else {
+        log.debug({ ...fields, error: e.error, streak }, 'run unsuccessful again');
+      }
+    }),
+    runner.on('skipped', (e) => log.debug({ jobId: e.jobId, reason: e.reason, scheduledAt: new Date(e.scheduledAt).toISOString() }, 'start skipped')),
+    runner.on('missed', (e) => log.warn({ jobId: e.jobId, count: e.count }, 'job "%s": %d tick(s) ran on no node', e.jobId, e.count)),
+    runner.on('jobState', (e) => {
+      if (e.state === 'invalidSchedule') log.error({ jobId: e.jobId, cause: e.cause }, 'job "%s" has an invalid schedule: %s', e.jobId, e.cause);
+      else log.info({ jobId: e.jobId, state: e.state }, 'job "%s" is now %s', e.jobId, e.state);
+    }),
+    runner.on('warning', (e) => log.warn({ jobId: e.jobId }, e.message)),
+  ];
+  return () => offs.forEach((off) => off());
+}

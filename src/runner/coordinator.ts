@@ -1,0 +1,82 @@
+/**
+ * The seam between the runner and whatever decides which node runs an installation tick.
+ * With Redis it is the lease store; without Redis a local stand-in makes this node the
+ * only one.
+ * @module
+ */
+
+/** How an installation tick is identified. */
+export type ClaimMode = 'grid' | 'delay' | 'manual';
+
+/** A claim request. Times are epoch ms on the shared (Redis) clock. */
+export interface ClaimRequest {
+  readonly jobId: string;
+  readonly tick: number;
+  readonly leaseMs: number;
+  readonly mode: ClaimMode;
+}
+
+/** A lease this node holds for one run. */
+export interface HeldLease {
+  /** Fencing token of the claim. */
+  readonly token: number;
+  /**
+   * Starts extending the lease every half lease time; `onLost` is called once when an
+   * extension fails, finds the lease gone or someone else's, or gets no answer in time.
+   */
+  watch(leaseMs: number, onLost: (why: string) => void): { stop(): void };
+  /** Releases the lease if it is still ours; for fixedDelay, records the next due time. */
+  release(delayMs: number | undefined): Promise<boolean>;
+}
+
+/** What a claim found. */
+export type ClaimDecision =
+  | { readonly kind: 'claimed'; readonly lease: HeldLease; readonly previousTick: number | null }
+  /** This tick was claimed already (it runs or ran elsewhere). */
+  | { readonly kind: 'done' }
+  /** Another run (of an earlier tick) holds the lease. */
+  | { readonly kind: 'held'; readonly holder: string }
+  /** fixedDelay: the cluster's next run is due later. */
+  | { readonly kind: 'notDue'; readonly dueMs: number }
+  /** The shared clock has not reached the tick yet. */
+  | { readonly kind: 'early'; readonly serverNowMs: number };
+
+/** Decides installation ticks. */
+export interface Coordinator {
+  /** Claims a tick; throws a LeaseholdError (`REDIS_ERROR`) when Redis refused or did not answer. */
+  claim(request: ClaimRequest): Promise<ClaimDecision>;
+  /** Offset of the shared clock to this node's clock, in ms (shared ≈ local + offset). */
+  offsetMs(): number;
+  /** Releases resources. */
+  close(): Promise<void>;
+}
+
+/** A coordinator for a single node without Redis: every claim succeeds once per tick. */
+export function localCoordinator(): Coordinator {
+  const state = new Map<string, { tick: number; due: number | undefined; held: boolean; fence: number }>();
+  return {
+    async claim({ jobId, tick, mode }) {
+      const s = state.get(jobId) ?? { tick: -Infinity, due: undefined, held: false, fence: 0 };
+      state.set(jobId, s);
+      if (mode !== 'manual' && s.tick >= tick) return { kind: 'done' };
+      if (mode === 'delay' && s.due !== undefined && tick < s.due) return { kind: 'notDue', dueMs: s.due };
+      if (s.held) return { kind: 'held', holder: 'this node' };
+      const previousTick = Number.isFinite(s.tick) ? s.tick : null;
+      if (mode !== 'manual') s.tick = tick;
+      s.held = true;
+      s.fence += 1;
+      const lease: HeldLease = {
+        token: s.fence,
+        watch: () => ({ stop() {} }),
+        release: async (delayMs) => {
+          s.held = false;
+          if (delayMs !== undefined) s.due = Date.now() + delayMs;
+          return true;
+        },
+      };
+      return { kind: 'claimed', lease, previousTick };
+    },
+    offsetMs: () => 0,
+    close: async () => {},
+  };
+}

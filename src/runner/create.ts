@@ -1,0 +1,95 @@
+/**
+ * `createRunner`: the public entry point that wires the core, the logger and (when
+ * configured) Redis coordination and status.
+ * @module
+ */
+import { hostname } from 'node:os';
+import type { Logger } from 'pino';
+import type { Redis } from 'ioredis';
+import { LeaseholdError } from '../errors.js';
+import { parseDuration, type Duration } from '../schedule/duration.js';
+import type { JobDefinition, NormalizedJob } from '../schedule/job.js';
+import { createLogger } from '../log/logger.js';
+import { attachLogListener } from '../log/listener.js';
+import type { Clock } from './clock.js';
+import { RunnerCore, type JobView } from './runner.js';
+import type { Listener, RunnerEvents } from './events.js';
+
+/** Options of {@link createRunner}. */
+export interface RunnerOptions {
+  /** `redis://` or `rediss://` URL. Without it (and without `redis`), installation jobs run on this node alone. */
+  readonly redisUrl?: string;
+  /** An existing ioredis client to use instead of `redisUrl` (it is duplicated for the lease connection, never closed by the runner). */
+  readonly redis?: Redis;
+  /** Prefix of every Redis key. Default `leasehold`. */
+  readonly prefix?: string;
+  /** This node's id. Default `<host>-<pid>`. */
+  readonly instanceId?: string;
+  /** A pino logger. Default: JSON lines on stdout at `LOG_LEVEL` (info). */
+  readonly logger?: Logger;
+  /** How long `stop()` waits for runs in progress before aborting them. Default 10s. */
+  readonly shutdownGrace?: Duration;
+  /** The clock (tests inject one). */
+  readonly clock?: Clock;
+}
+
+/** A job runner. */
+export interface Runner {
+  /** This node's id. */
+  readonly instanceId: string;
+  /** Adds a job; throws a LeaseholdError naming the job and the field when it is wrong. */
+  add(job: JobDefinition): NormalizedJob;
+  /** Starts the timer (and connects to Redis when configured). */
+  start(): Promise<void>;
+  /** Stops: no new run, a grace for runs in progress, then abort; releases everything. */
+  stop(): Promise<void>;
+  /** Subscribes to lifecycle events (`runStarted`, `runEnded`, `skipped`, ...). */
+  on<K extends keyof RunnerEvents>(event: K, fn: Listener<K>): () => void;
+  /** The jobs as this node sees them. */
+  jobs(): JobView[];
+  /** Starts a job now, outside its schedule; false when unknown or already running. */
+  runNow(jobId: string): boolean;
+}
+
+const INSTANCE_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
+
+/** Resolves a runner's options into checked values. */
+export function resolveRunnerOptions(opts: RunnerOptions): { instanceId: string; prefix: string; shutdownGraceMs: number; logger: Logger } {
+  const instanceId = opts.instanceId ?? `${hostname()}-${process.pid}`;
+  if (!INSTANCE_ID.test(instanceId)) {
+    throw new LeaseholdError('INVALID_CONFIG', `instanceId: ${JSON.stringify(instanceId)} must be 1 to 128 letters, digits or . _ : @ -`);
+  }
+  const prefix = opts.prefix ?? 'leasehold';
+  if (!/^[A-Za-z0-9._:-]{1,64}$/.test(prefix)) {
+    throw new LeaseholdError('INVALID_CONFIG', `prefix: ${JSON.stringify(prefix)} must be 1 to 64 letters, digits or . _ : -`);
+  }
+  const shutdownGraceMs = opts.shutdownGrace === undefined ? 10_000 : parseDuration(opts.shutdownGrace, 'shutdownGrace', true);
+  const logger = opts.logger ?? createLogger({ level: process.env['LOG_LEVEL'] ?? 'info' });
+  return { instanceId, prefix, shutdownGraceMs, logger };
+}
+
+/**
+ * Creates a runner. Add jobs, then `await runner.start()`; `await runner.stop()` on shutdown.
+ * @throws LeaseholdError `INVALID_CONFIG` for a bad option.
+ */
+export function createRunner(opts: RunnerOptions = {}): Runner {
+  const { instanceId, shutdownGraceMs, logger } = resolveRunnerOptions(opts);
+  const core = new RunnerCore({ instanceId, logger, shutdownGraceMs, ...(opts.clock ? { clock: opts.clock } : {}) });
+  const detachLog = attachLogListener(core, logger);
+  return {
+    instanceId,
+    add: (job) => core.add(job),
+    async start() {
+      core.start();
+      logger.info({ instanceId, jobs: core.jobs().length }, 'leasehold runner started');
+    },
+    async stop() {
+      await core.stop();
+      detachLog();
+      logger.info({ instanceId }, 'leasehold runner stopped');
+    },
+    on: (event, fn) => core.on(event, fn),
+    jobs: () => core.jobs(),
+    runNow: (id) => core.runNow(id),
+  };
+}

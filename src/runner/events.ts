@@ -1,0 +1,131 @@
+/**
+ * The runner's lifecycle events. Stats, metrics and logs are listeners of these; the
+ * runner core knows nothing of them.
+ * @module
+ */
+import type { JobScope } from '../schedule/job.js';
+
+/** How a run ended. */
+export const RunOutcomes = {
+  succeeded: 'succeeded',
+  failed: 'failed',
+  timedOut: 'timedOut',
+  lockLost: 'lockLost',
+  interrupted: 'interrupted',
+} as const;
+/** One of {@link RunOutcomes}. */
+export type RunOutcome = (typeof RunOutcomes)[keyof typeof RunOutcomes];
+
+/** Why a start did not happen. */
+export const SkipReasons = { overrun: 'overrun', claimed: 'claimed', paused: 'paused' } as const;
+/** One of {@link SkipReasons}. */
+export type SkipReason = (typeof SkipReasons)[keyof typeof SkipReasons];
+
+/** A run began. Times are epoch milliseconds. */
+export interface RunStartedEvent {
+  readonly jobId: string;
+  readonly runId: string;
+  readonly scope: JobScope;
+  readonly instanceId: string;
+  /** The tick the run is for. */
+  readonly scheduledAt: number;
+  readonly startedAt: number;
+  /** `startedAt - scheduledAt`. */
+  readonly lagMs: number;
+  readonly fencingToken: number | undefined;
+  /** True for a run started by an operator rather than the schedule. */
+  readonly manual: boolean;
+}
+
+/** A run ended (or was given up on: a handler that ignores its abort is reported once aborted). */
+export interface RunEndedEvent extends RunStartedEvent {
+  readonly outcome: RunOutcome;
+  readonly endedAt: number;
+  readonly durationMs: number;
+  /** The error's message for `failed` runs and aborts. */
+  readonly error: string | undefined;
+  /** The thrown value itself, for loggers. */
+  readonly cause: unknown;
+}
+
+/** A start that did not happen. */
+export interface SkippedEvent {
+  readonly jobId: string;
+  readonly scope: JobScope;
+  readonly instanceId: string;
+  readonly reason: SkipReason;
+  readonly scheduledAt: number;
+  readonly at: number;
+}
+
+/** Ticks that no node ran (counted once, by the node that claims the next tick). */
+export interface MissedEvent {
+  readonly jobId: string;
+  readonly count: number;
+  /** The last tick that was claimed before the gap. */
+  readonly afterTick: number;
+  /** The tick claimed after the gap. */
+  readonly beforeTick: number;
+}
+
+/** A job's next due time changed. */
+export interface ScheduledEvent {
+  readonly jobId: string;
+  readonly nextDueAt: number | null;
+}
+
+/** A job's state as the runner sees it. */
+export const JobStates = { ok: 'ok', invalidSchedule: 'invalidSchedule', paused: 'paused' } as const;
+/** One of {@link JobStates}. */
+export type JobState = (typeof JobStates)[keyof typeof JobStates];
+
+/** A job became valid, invalid, paused or resumed. */
+export interface JobStateEvent {
+  readonly jobId: string;
+  readonly state: JobState;
+  /** Why the schedule is invalid. */
+  readonly cause: string | undefined;
+}
+
+/** Every event the runner emits, by name. */
+export interface RunnerEvents {
+  runStarted: RunStartedEvent;
+  runEnded: RunEndedEvent;
+  skipped: SkippedEvent;
+  missed: MissedEvent;
+  scheduled: ScheduledEvent;
+  jobState: JobStateEvent;
+  /** A problem that is not a run's outcome (a bad setting, an event-loop stall). */
+  warning: { readonly jobId: string | undefined; readonly message: string };
+}
+
+/** A listener of one event. */
+export type Listener<K extends keyof RunnerEvents> = (event: RunnerEvents[K]) => void;
+
+/** A tiny typed emitter; a throwing listener is reported, never breaks the runner. */
+export class Emitter {
+  private readonly listeners: { [K in keyof RunnerEvents]?: Listener<K>[] } = {};
+
+  constructor(private readonly onListenerError: (err: unknown, event: string) => void) {}
+
+  on<K extends keyof RunnerEvents>(event: K, fn: Listener<K>): () => void {
+    const list = (this.listeners[event] ??= []) as Listener<K>[];
+    list.push(fn);
+    return () => {
+      const i = list.indexOf(fn);
+      if (i >= 0) list.splice(i, 1);
+    };
+  }
+
+  emit<K extends keyof RunnerEvents>(event: K, payload: RunnerEvents[K]): void {
+    const list = this.listeners[event] as Listener<K>[] | undefined;
+    if (!list) return;
+    for (const fn of list) {
+      try {
+        fn(payload);
+      } catch (err) {
+        this.onListenerError(err, event);
+      }
+    }
+  }
+}

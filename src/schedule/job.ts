@@ -1,0 +1,269 @@
+/**
+ * Job definitions: the shape a user writes, `defineJob`, and the checks run at registration.
+ * @module
+ */
+import type { Logger } from 'pino';
+import { LeaseholdError } from '../errors.js';
+import { validateZone } from '../cron/index.js';
+import { parseCron } from '../cron/index.js';
+import { describe, parseDuration, type Duration } from './duration.js';
+
+/** Where a job runs: on every node, or once per tick for the whole installation. */
+export const JobScopes = { instance: 'instance', installation: 'installation' } as const;
+/** `instance` (every node runs it) or `installation` (one node per tick, under a lease). */
+export type JobScope = (typeof JobScopes)[keyof typeof JobScopes];
+
+/**
+ * A schedule value read from an environment variable at every fire, with a default.
+ * Create one with {@link fromEnv}.
+ */
+export interface EnvSetting {
+  /** The environment variable to read. */
+  readonly env: string;
+  /** The value used when the variable is unset or empty. */
+  readonly default: string | number;
+}
+
+/** What a job's handler receives. */
+export interface JobContext {
+  /** Aborts when the run must stop; `signal.reason` is a LeaseholdError whose code says why. */
+  readonly signal: AbortSignal;
+  /** A pino child logger bound to the job id and the run id. */
+  readonly log: Logger;
+  /** The job's id. */
+  readonly jobId: string;
+  /** A unique id of this run. */
+  readonly runId: string;
+  /** The tick this run is for. */
+  readonly scheduledAt: Date;
+  /** When the handler was called. */
+  readonly startedAt: Date;
+  /** The node running it. */
+  readonly instanceId: string;
+  /** For installation jobs: a number that grows with every claim of this job. */
+  readonly fencingToken?: number;
+}
+
+/** A job's handler. Its promise settling ends the run. */
+export type JobHandler = (ctx: JobContext) => unknown;
+
+/** A job as a user writes it. Exactly one of `cron`, `fixedRate`, `fixedDelay`. */
+export interface JobDefinition {
+  /** Unique id: letters, digits, `.`, `_`, `-`, `:`. */
+  readonly id: string;
+  /** `instance` (default) or `installation`. */
+  readonly scope?: JobScope;
+  /** A six-field cron expression, seconds first (Spring's dialect). */
+  readonly cron?: string | EnvSetting;
+  /** The zone a cron is read in: an IANA id, `UTC` or a fixed offset like `+02:00`. Default UTC. */
+  readonly zone?: string | EnvSetting;
+  /** Start runs this far apart, start to start. */
+  readonly fixedRate?: Duration | EnvSetting;
+  /** Wait this long after each run ends. */
+  readonly fixedDelay?: Duration | EnvSetting;
+  /** fixedRate/fixedDelay only: delay before the first run after start. */
+  readonly initialDelay?: Duration;
+  /** Abort a run after this long. Default: the larger of 5 minutes and 3 intervals; 1 hour for a cron. */
+  readonly timeout?: Duration;
+  /** installation only: lease time, extended every half of it while the run goes on. Default 30s. */
+  readonly lease?: Duration;
+  /** installation only: how long after its tick a run may still start late. Default: one lease time, capped by the interval. */
+  readonly misfireGrace?: Duration;
+  /** Free text shown in the status. */
+  readonly description?: string;
+  /** The handler. */
+  readonly run: JobHandler;
+}
+
+/** A job's schedule as declared, before settings overrides. */
+export type ScheduleDeclaration =
+  | { readonly kind: 'cron'; readonly value: string | EnvSetting; readonly zone: string | EnvSetting | undefined }
+  | { readonly kind: 'fixedRate' | 'fixedDelay'; readonly value: Duration | EnvSetting };
+
+/** A checked job definition with its durations in milliseconds. */
+export interface NormalizedJob {
+  readonly id: string;
+  readonly scope: JobScope;
+  readonly schedule: ScheduleDeclaration;
+  readonly initialDelayMs: number;
+  readonly timeoutMs: number | undefined;
+  readonly leaseMs: number;
+  readonly misfireGraceMs: number | undefined;
+  readonly description: string | undefined;
+  readonly run: JobHandler;
+}
+
+/** The default lease time of an installation job. */
+export const DEFAULT_LEASE_MS = 30_000;
+
+const KEYS = new Set([
+  'id', 'scope', 'cron', 'zone', 'fixedRate', 'fixedDelay', 'initialDelay', 'timeout', 'lease', 'misfireGrace', 'description', 'run',
+]);
+const ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * Reads a schedule value from an environment variable at every fire.
+ * @example `cron: fromEnv('DIGEST_CRON', '0 0 8 * * *')`
+ */
+export function fromEnv(env: string, defaultValue: string | number): EnvSetting {
+  if (typeof env !== 'string' || !ENV_NAME.test(env)) {
+    throw new LeaseholdError('INVALID_JOB', `fromEnv: ${describe(env)} is not an environment variable name`);
+  }
+  return Object.freeze({ env, default: defaultValue });
+}
+
+/**
+ * Checks a job definition and returns it unchanged, typed. A plain object of the same
+ * shape is a valid job too; the runner runs the same checks when it is added.
+ * @throws LeaseholdError `INVALID_JOB` (or a more precise code) naming the job and the field.
+ */
+export function defineJob<T extends JobDefinition>(job: T): T {
+  normalizeJob(job);
+  return job;
+}
+
+/** Is this value an {@link EnvSetting}? */
+export function isEnvSetting(value: unknown): value is EnvSetting {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && 'env' in value && 'default' in value;
+}
+
+/** Reads a setting's current value (the variable, or its default when unset or empty). */
+export function readSetting<T>(value: T | EnvSetting, env: NodeJS.ProcessEnv = process.env): T | string | number {
+  if (!isEnvSetting(value)) return value;
+  const raw = env[value.env];
+  return raw === undefined || raw.trim() === '' ? value.default : raw;
+}
+
+function fail(jobName: string, field: string, message: string, cause?: unknown): never {
+  const code = cause instanceof LeaseholdError && cause.code !== 'INVALID_JOB' ? cause.code : 'INVALID_JOB';
+  throw new LeaseholdError(code, `job ${jobName}: field "${field}": ${message}`, { cause });
+}
+
+/** Runs `check` and rethrows its error as one naming the job and the field. */
+function checked<T>(jobName: string, field: string, check: () => T): T {
+  try {
+    return check();
+  } catch (err) {
+    const msg = err instanceof Error ? err.message : String(err);
+    return fail(jobName, field, msg, err);
+  }
+}
+
+function checkSettingShape(jobName: string, field: string, value: EnvSetting): void {
+  if (typeof value.env !== 'string' || !ENV_NAME.test(value.env)) fail(jobName, field, `${describe(value.env)} is not an environment variable name`);
+  if (typeof value.default !== 'string' && typeof value.default !== 'number') fail(jobName, field, 'a setting needs a string or number default');
+}
+
+/**
+ * Checks a definition and converts it. Literal schedule values are checked strictly; a
+ * setting's default is checked too, and its live value is checked at every fire.
+ * @throws LeaseholdError naming the job and the field at fault.
+ */
+export function normalizeJob(input: unknown): NormalizedJob {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new LeaseholdError('INVALID_JOB', `a job must be an object, got ${describe(input)}`);
+  }
+  const job = input as Record<string, unknown>;
+  const rawId = job['id'];
+  if (typeof rawId !== 'string' || !ID_PATTERN.test(rawId)) {
+    throw new LeaseholdError(
+      'INVALID_JOB',
+      `job ${describe(rawId)}: field "id": must be 1 to 128 letters, digits, ".", "_", "-" or ":"`,
+    );
+  }
+  const name = JSON.stringify(rawId);
+  for (const key of Object.keys(job)) {
+    if (!KEYS.has(key)) fail(name, key, `unknown field (known: ${[...KEYS].join(', ')})`);
+  }
+  const scope = job['scope'] ?? 'instance';
+  if (scope !== 'instance' && scope !== 'installation') fail(name, 'scope', `${describe(scope)} must be "instance" or "installation"`);
+  if (typeof job['run'] !== 'function') fail(name, 'run', 'must be a function (the job handler)');
+  if (job['description'] !== undefined && typeof job['description'] !== 'string') fail(name, 'description', 'must be a string');
+
+  const kinds = (['cron', 'fixedRate', 'fixedDelay'] as const).filter((k) => job[k] !== undefined);
+  if (kinds.length === 0) fail(name, 'cron', 'no schedule: give exactly one of cron, fixedRate, fixedDelay');
+  if (kinds.length > 1) fail(name, kinds[1] ?? 'cron', `two schedules (${kinds.join(' and ')}): give exactly one of cron, fixedRate, fixedDelay`);
+  const kind = kinds[0] ?? 'cron';
+  const value = job[kind];
+
+  let schedule: ScheduleDeclaration;
+  if (kind === 'cron') {
+    const zone = job['zone'];
+    if (zone !== undefined) {
+      if (isEnvSetting(zone)) checkSettingShape(name, 'zone', zone);
+      else if (typeof zone !== 'string') fail(name, 'zone', `${describe(zone)} must be a string`);
+    }
+    const zoneNow = zone === undefined ? undefined : readSetting(zone);
+    const zoneName = zoneNow === undefined ? undefined : checked(name, 'zone', () => validateZone(String(zoneNow)));
+    if (isEnvSetting(value)) checkSettingShape(name, 'cron', value);
+    else if (typeof value !== 'string') fail(name, 'cron', `${describe(value)} must be a string`);
+    const exprNow = readSetting(value as string | EnvSetting);
+    if (!isEnvSetting(value)) checked(name, 'cron', () => parseCron(String(exprNow), zoneName ? { zone: zoneName } : {}));
+    schedule = { kind, value: value as string | EnvSetting, zone: zone as string | EnvSetting | undefined };
+  } else {
+    if (job['zone'] !== undefined) fail(name, 'zone', `a zone applies to a cron schedule only, not to ${kind}`);
+    if (isEnvSetting(value)) {
+      checkSettingShape(name, kind, value);
+      checked(name, kind, () => parseDuration(value.default, `default of ${value.env}`));
+    } else {
+      checked(name, kind, () => parseDuration(value, 'the period'));
+    }
+    schedule = { kind, value: value as Duration | EnvSetting };
+  }
+
+  if (kind === 'cron' && job['initialDelay'] !== undefined) fail(name, 'initialDelay', 'applies to fixedRate and fixedDelay only');
+  const initialDelayMs = job['initialDelay'] === undefined ? 0 : checked(name, 'initialDelay', () => parseDuration(job['initialDelay'], 'initialDelay', true));
+  const timeoutMs = job['timeout'] === undefined ? undefined : checked(name, 'timeout', () => parseDuration(job['timeout'], 'timeout'));
+  if (scope !== 'installation') {
+    if (job['lease'] !== undefined) fail(name, 'lease', 'applies to installation jobs only (scope: "installation")');
+    if (job['misfireGrace'] !== undefined) fail(name, 'misfireGrace', 'applies to installation jobs only (scope: "installation")');
+  }
+  const leaseMs = job['lease'] === undefined ? DEFAULT_LEASE_MS : checked(name, 'lease', () => parseDuration(job['lease'], 'lease'));
+  if (leaseMs < 200) fail(name, 'lease', 'must be at least 200ms (it is extended every half lease)');
+  const misfireGraceMs = job['misfireGrace'] === undefined ? undefined : checked(name, 'misfireGrace', () => parseDuration(job['misfireGrace'], 'misfireGrace', true));
+
+  return {
+    id: rawId,
+    scope,
+    schedule,
+    initialDelayMs,
+    timeoutMs,
+    leaseMs,
+    misfireGraceMs,
+    description: job['description'] as string | undefined,
+    run: job['run'] as JobHandler,
+  };
+}
+
+/**
+ * Checks a list of jobs as a runner would: each definition, and that ids are unique.
+ * @returns the normalized jobs, or throws the first error.
+ */
+export function normalizeJobs(jobs: unknown): NormalizedJob[] {
+  if (!Array.isArray(jobs)) throw new LeaseholdError('INVALID_MODULE', `expected an array of jobs, got ${describe(jobs)}`);
+  const seen = new Set<string>();
+  return jobs.map((j) => {
+    const job = normalizeJob(j);
+    if (seen.has(job.id)) throw new LeaseholdError('DUPLICATE_JOB', `job ${JSON.stringify(job.id)}: field "id": another job has the same id`);
+    seen.add(job.id);
+    return job;
+  });
+}
+
+/** Every check error of a list of jobs, so a CI run reports all at once. */
+export function checkJobs(jobs: unknown): string[] {
+  if (!Array.isArray(jobs)) return [`expected an array of jobs, got ${describe(jobs)}`];
+  const errors: string[] = [];
+  const seen = new Set<string>();
+  jobs.forEach((j, i) => {
+    try {
+      const job = normalizeJob(j);
+      if (seen.has(job.id)) errors.push(`job ${JSON.stringify(job.id)}: field "id": another job has the same id`);
+      seen.add(job.id);
+    } catch (err) {
+      errors.push(err instanceof Error ? err.message : `job #${i}: ${String(err)}`);
+    }
+  });
+  return errors;
+}

@@ -1,0 +1,146 @@
+/**
+ * Triggers: a job's effective schedule (declaration, environment and settings overrides
+ * applied) as a function from one moment to its next tick.
+ * @module
+ */
+import { LeaseholdError } from '../errors.js';
+import { parseCron, validateZone } from '../cron/index.js';
+import { parseDuration, formatDuration } from './duration.js';
+import { readSetting, type NormalizedJob } from './job.js';
+
+/** What a trigger computes. All times are epoch milliseconds. */
+export interface Trigger {
+  readonly kind: 'cron' | 'fixedRate' | 'fixedDelay';
+  /** Cron expression, or the period as a duration string. */
+  readonly expression: string;
+  /** The cron's zone; `undefined` for fixed schedules. */
+  readonly zone: string | undefined;
+  /** Identity of the schedule: two triggers with equal keys fire alike. */
+  readonly key: string;
+  /** The nominal interval, used for default timeouts, grace and health. */
+  readonly intervalMs: number;
+  /**
+   * cron and fixedRate: the first tick of the grid strictly after `after`.
+   * fixedDelay: `after` plus the delay (`after` is the previous run's end).
+   * `null` when the schedule never fires again.
+   */
+  next(after: number): number | null;
+}
+
+/** Overrides read from the settings hash for one job (field names without the `<jobId>.` prefix). */
+export interface JobOverrides {
+  readonly paused?: string;
+  readonly cron?: string;
+  readonly zone?: string;
+  readonly fixedRate?: string;
+  readonly fixedDelay?: string;
+  readonly timeout?: string;
+  readonly lease?: string;
+}
+
+/** A job's schedule and limits as they apply to the next fire. */
+export interface EffectiveSchedule {
+  readonly trigger: Trigger;
+  readonly timeoutMs: number;
+  readonly leaseMs: number;
+  /** Override values that were wrong and ignored (not schedule values: those throw). */
+  readonly warnings: readonly string[];
+}
+
+const HOUR = 3_600_000;
+
+/** A cron trigger. */
+export function cronTrigger(expression: string, zone: string | undefined): Trigger {
+  const z = validateZone(zone ?? 'UTC');
+  const cron = parseCron(expression, { zone: z });
+  const next = (after: number): number | null => cron.next(new Date(after))?.getTime() ?? null;
+  return { kind: 'cron', expression, zone: z, key: `cron ${expression} ${z}`, intervalMs: estimateInterval(next), next };
+}
+
+/**
+ * A fixed-rate grid of `periodMs` anchored at `anchorMs` (epoch 0 for installation jobs, so
+ * every node computes the same ticks).
+ */
+export function fixedRateTrigger(periodMs: number, anchorMs: number): Trigger {
+  const expression = formatDuration(periodMs);
+  return {
+    kind: 'fixedRate',
+    expression,
+    zone: undefined,
+    key: `fixedRate ${periodMs} ${anchorMs}`,
+    intervalMs: periodMs,
+    next: (after) => anchorMs + (Math.floor((after - anchorMs) / periodMs) + 1) * periodMs,
+  };
+}
+
+/** A fixed delay after each run's end. */
+export function fixedDelayTrigger(delayMs: number): Trigger {
+  const expression = formatDuration(delayMs);
+  return { kind: 'fixedDelay', expression, zone: undefined, key: `fixedDelay ${delayMs}`, intervalMs: delayMs, next: (after) => after + delayMs };
+}
+
+function estimateInterval(next: (after: number) => number | null): number {
+  const a = next(Date.UTC(2026, 0, 1));
+  const b = a === null ? null : next(a);
+  return a === null || b === null ? HOUR : b - a;
+}
+
+/**
+ * Applies settings overrides and environment settings to a job's declared schedule.
+ *
+ * @param anchorMs - the fixedRate grid's anchor for this node.
+ * @param previous - the last trigger built for this job; reused when nothing changed.
+ * @throws LeaseholdError when the schedule itself is invalid (the job is then `invalidSchedule`).
+ */
+export function resolveSchedule(
+  job: NormalizedJob,
+  overrides: JobOverrides,
+  anchorMs: number,
+  previous?: Trigger,
+  env: NodeJS.ProcessEnv = process.env,
+): EffectiveSchedule {
+  const set = (['cron', 'fixedRate', 'fixedDelay'] as const).filter((k) => overrides[k] !== undefined && overrides[k] !== '');
+  if (set.length > 1) {
+    throw new LeaseholdError('INVALID_JOB', `settings give two schedules (${set.map((k) => `${job.id}.${k}`).join(' and ')}); keep one`);
+  }
+  const kind = set[0] ?? job.schedule.kind;
+  let trigger: Trigger;
+  if (kind === 'cron') {
+    const declared = job.schedule.kind === 'cron' ? job.schedule : undefined;
+    const expr = overrides.cron || (declared ? String(readSetting(declared.value, env)) : '');
+    const zoneValue = overrides.zone || (declared?.zone === undefined ? 'UTC' : String(readSetting(declared.zone, env)));
+    const key = `cron ${expr} ${zoneValue}`;
+    trigger = previous?.key === key ? previous : withKey(cronTrigger(expr, zoneValue), key);
+  } else {
+    const declared = job.schedule.kind === kind ? job.schedule.value : undefined;
+    const raw = overrides[kind] || (declared === undefined ? '' : readSetting(declared, env));
+    const ms = parseDuration(raw, `${kind} of job "${job.id}"`);
+    trigger = kind === 'fixedRate' ? fixedRateTrigger(ms, anchorMs) : fixedDelayTrigger(ms);
+    if (previous?.key === trigger.key) trigger = previous;
+  }
+
+  const warnings: string[] = [];
+  const limit = (field: 'timeout' | 'lease', declared: number | undefined): number | undefined => {
+    const raw = overrides[field];
+    if (raw === undefined || raw === '') return declared;
+    try {
+      return parseDuration(raw, `${job.id}.${field}`);
+    } catch (err) {
+      warnings.push(`${(err as Error).message}; keeping ${declared === undefined ? 'the default' : formatDuration(declared)}`);
+      return declared;
+    }
+  };
+  const timeoutMs = limit('timeout', job.timeoutMs) ?? defaultTimeout(trigger);
+  const leaseMs = Math.max(200, limit('lease', job.leaseMs) ?? job.leaseMs);
+  return { trigger, timeoutMs, leaseMs, warnings };
+}
+
+function withKey(t: Trigger, key: string): Trigger {
+  return { ...t, key };
+}
+
+/** SPEC 3.3: the larger of 5 minutes and 3 intervals; an hour for a cron. */
+export function defaultTimeout(trigger: Trigger): number {
+  if (trigger.kind === 'cron') return HOUR;
+  return Math.min(2_147_483_647, Math.max(5 * 60_000, 3 * trigger.intervalMs));
+}

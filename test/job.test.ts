@@ -1,0 +1,68 @@
+/**
+ * Job definitions (SPEC 1): checks at registration, errors naming the job and the field.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { defineJob, fromEnv, parseDuration, LeaseholdError } from '../src/index.js';
+import { normalizeJob, checkJobs, normalizeJobs } from '../src/schedule/job.js';
+
+const run = () => {};
+
+test('durations: milliseconds or 500ms / 10s / 5m / 1h', () => {
+  assert.equal(parseDuration(250, 'x'), 250);
+  assert.equal(parseDuration('500ms', 'x'), 500);
+  assert.equal(parseDuration('10s', 'x'), 10_000);
+  assert.equal(parseDuration('5m', 'x'), 300_000);
+  assert.equal(parseDuration('1h', 'x'), 3_600_000);
+  assert.equal(parseDuration('1.5s', 'x'), 1_500);
+  assert.equal(parseDuration('0', 'x', true), 0);
+  for (const bad of ['-1s', '10 parsecs', '', 's', 'NaN', -5, Infinity, null, {}, '30d']) {
+    assert.throws(() => parseDuration(bad, 'job "j": timeout'), (e: unknown) => e instanceof LeaseholdError && e.code === 'INVALID_DURATION' && e.message.startsWith('job "j": timeout'), String(bad));
+  }
+  assert.throws(() => parseDuration(0, 'period'), /more than zero/);
+});
+
+test('defineJob returns its argument; a plain object is a valid job too', () => {
+  const job = { id: 'digest', scope: 'installation' as const, cron: '0 0 8 * * *', zone: 'Europe/Berlin', lease: '1m', run };
+  assert.equal(defineJob(job), job);
+  const n = normalizeJob({ id: 'plain', fixedDelay: '5s', initialDelay: '1s', timeout: '2m', run });
+  assert.deepEqual([n.scope, n.schedule.kind, n.initialDelayMs, n.timeoutMs], ['instance', 'fixedDelay', 1000, 120_000]);
+});
+
+const cases: Array<[string, Record<string, unknown>, RegExp]> = [
+  ['unknown key', { id: 'j', cron: '* * * * * *', retries: 3, run }, /job "j": field "retries": unknown field/],
+  ['no schedule', { id: 'j', run }, /job "j": .*no schedule/],
+  ['two schedules', { id: 'j', cron: '* * * * * *', fixedRate: 1000, run }, /job "j": field "fixedRate": two schedules/],
+  ['bad cron', { id: 'j', cron: '0 0 25 * * *', run }, /job "j": field "cron": .*hour/],
+  ['unknown zone', { id: 'j', cron: '0 0 * * * *', zone: 'Mars/Olympus', run }, /job "j": field "zone": .*Mars\/Olympus/],
+  ['zone without cron', { id: 'j', fixedRate: '1s', zone: 'UTC', run }, /job "j": field "zone": .*cron/],
+  ['negative duration', { id: 'j', fixedRate: -1000, run }, /job "j": field "fixedRate"/],
+  ['zero period', { id: 'j', fixedDelay: 0, run }, /job "j": field "fixedDelay": .*more than zero/],
+  ['bad timeout', { id: 'j', fixedRate: 1000, timeout: '-2m', run }, /job "j": field "timeout"/],
+  ['lease on an instance job', { id: 'j', fixedRate: 1000, lease: '30s', run }, /job "j": field "lease": .*installation/],
+  ['bad scope', { id: 'j', fixedRate: 1000, scope: 'global', run }, /job "j": field "scope"/],
+  ['no handler', { id: 'j', fixedRate: 1000 }, /job "j": field "run"/],
+  ['bad id', { id: 'has space', fixedRate: 1000, run }, /field "id"/],
+  ['initialDelay on cron', { id: 'j', cron: '* * * * * *', initialDelay: '1s', run }, /job "j": field "initialDelay"/],
+];
+for (const [name, def, message] of cases) {
+  test(`rejected at registration: ${name}`, () => {
+    assert.throws(() => normalizeJob(def), (e: unknown) => e instanceof LeaseholdError && message.test(e.message));
+  });
+}
+
+test('a duplicate id is rejected; checkJobs reports every problem at once', () => {
+  assert.throws(() => normalizeJobs([{ id: 'a', fixedRate: 1, run }, { id: 'a', fixedRate: 1, run }]), { code: 'DUPLICATE_JOB' });
+  const errors = checkJobs([{ id: 'a', fixedRate: 1, run }, { id: 'a', fixedRate: 1, run }, { id: 'b', run }, 'nope']);
+  assert.equal(errors.length, 3);
+  assert.match(errors[0] ?? '', /"a".*same id/);
+  assert.match(errors[1] ?? '', /"b"/);
+  assert.match(errors[2] ?? '', /must be an object/);
+});
+
+test('a schedule from the environment: the default is checked at registration, the live value at each fire', () => {
+  const n = normalizeJob({ id: 'e', fixedRate: fromEnv('SOME_RATE', '10s'), run });
+  assert.equal(n.schedule.kind, 'fixedRate');
+  assert.throws(() => normalizeJob({ id: 'e', fixedRate: fromEnv('SOME_RATE', 'often'), run }), /job "e": field "fixedRate"/);
+  assert.throws(() => fromEnv('not a name', '1s'), /environment variable name/);
+});
