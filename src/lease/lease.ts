@@ -1,0 +1,171 @@
+/**
+ * The installation lease: claim a job's tick once for the whole installation,
+ * extend the lease while the run goes on, release it when the run ends. All
+ * decisions happen in Lua on Redis server time; a lease that is no longer
+ * ours is never extended, deleted or overwritten.
+ * @module
+ */
+import type { Redis } from 'ioredis';
+import { ErrorCodes, LeaseholdError, isLeaseholdError } from '../errors.js';
+import { claimScript, extendScript, releaseScript, type ClaimMode } from '../redis/commands.js';
+import type { Keys } from '../redis/keys.js';
+
+export type { ClaimMode } from '../redis/commands.js';
+
+/** Default tolerance for a claim that arrives before its tick (server time), ms. */
+export const DEFAULT_NOW_GUARD_MS = 100;
+
+/** A claimed lease. Extend it while the run goes on; release it when the run ends. */
+export interface Lease {
+  /** The job it is for. */
+  readonly jobId: string;
+  /** The tick it was claimed for, epoch ms. */
+  readonly tick: number;
+  /** Fencing token: grows with every claim of the job. */
+  readonly token: number;
+  /** The value stored in Redis: `<holder> since <ISO> tick <ISO> token <n>`. */
+  readonly value: string;
+  /** Monotonic time (the store's clock) at which the claim was sent. */
+  readonly claimedAt: number;
+  /**
+   * Make the lease live `leaseMs` more, counted from when Redis receives the
+   * call. Resolves false when the lease is gone or someone else's, or when no
+   * answer came before `deadlineMs` (absolute, on the store's monotonic
+   * clock). Throws `REDIS_ERROR` when Redis fails.
+   */
+  extend(leaseMs: number, deadlineMs?: number): Promise<boolean>;
+  /**
+   * Delete the lease if it is still ours; resolves false (and changes
+   * nothing) when it is not. For fixedDelay jobs pass `delayMs`: the job's
+   * next start becomes Redis now plus the delay. Throws `REDIS_ERROR`.
+   */
+  release(delayMs?: number): Promise<boolean>;
+}
+
+/** What a claim found, in the order `claim.lua` checks. */
+export type ClaimResult =
+  /** The lease is ours for this tick. `previousTick` is the last claimed tick, or -1. */
+  | { kind: 'claimed'; lease: Lease; token: number; previousTick: number; serverNowMs: number }
+  /** This tick (or a later one) was already claimed: never run it again. */
+  | { kind: 'done'; lastTick: number }
+  /** Another run holds the lease; `holder` is its instance id, `value` the whole lease value. */
+  | { kind: 'held'; holder: string; value: string; pttlMs: number }
+  /** fixedDelay: the previous run's end plus the delay (`dueMs`) has not come yet. */
+  | { kind: 'notDue'; dueMs: number }
+  /** Redis time is still before the tick, beyond the tolerance. */
+  | { kind: 'early'; serverNowMs: number };
+
+/** Arguments of {@link LeaseStore.claim}. */
+export interface ClaimRequest {
+  jobId: string;
+  /** The schedule tick, epoch ms; every node computes the same one. */
+  tick: number;
+  /** Lease time to live, ms. */
+  leaseMs: number;
+  /** This instance's id. */
+  holder: string;
+  /** `grid` for cron and fixedRate, `delay` for fixedDelay. */
+  mode: ClaimMode;
+  /** How far before the tick a claim is accepted (server time), ms. */
+  nowGuardMs?: number;
+}
+
+/** Claims installation leases; see {@link createLeaseStore}. */
+export interface LeaseStore {
+  /** Claim `jobId`'s lease for `tick`. Throws `REDIS_ERROR` when Redis fails, so a broken Redis never looks like someone else's turn. */
+  claim(request: ClaimRequest): Promise<ClaimResult>;
+}
+
+/** Options for {@link createLeaseStore}. */
+export interface LeaseStoreOptions {
+  /** Monotonic ms clock for extension deadlines; default `performance.now()`. */
+  monotonicNow?: () => number;
+}
+
+function redisError(action: string, err: unknown): unknown {
+  if (isLeaseholdError(err)) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new LeaseholdError(ErrorCodes.REDIS_ERROR, `${action} failed: ${message}`, { cause: err });
+}
+
+/** The holder part of a lease value, or the whole value when it has another shape. */
+export function holderOf(value: string): string {
+  const at = value.indexOf(' since ');
+  return at > 0 ? value.slice(0, at) : value;
+}
+
+/** A lease store on `redis` (a `lease` connection) with key names from `keys`. */
+export function createLeaseStore(redis: Redis, keys: Keys, options: LeaseStoreOptions = {}): LeaseStore {
+  const monotonicNow = options.monotonicNow ?? (() => performance.now());
+
+  function makeLease(jobId: string, tick: number, token: number, value: string, claimedAt: number): Lease {
+    const leaseKey = keys.lease(jobId);
+    const stateKey = keys.state(jobId);
+    const what = `job ${jobId} (token ${token})`;
+    return {
+      jobId, tick, token, value, claimedAt,
+      async extend(leaseMs, deadlineMs) {
+        const remaining = deadlineMs === undefined ? Infinity : deadlineMs - monotonicNow();
+        // Past the deadline the lease counts as lost: nothing is sent.
+        if (remaining <= 0) return false;
+        const call = extendScript(redis, { leaseKey, value, leaseMs }).catch((err: unknown) => {
+          throw redisError(`extending the lease of ${what}`, err);
+        });
+        if (remaining === Infinity) return call;
+        let timer: NodeJS.Timeout | undefined;
+        const noAnswer = new Promise<false>((resolve) => {
+          timer = setTimeout(() => resolve(false), remaining);
+          timer.unref();
+        });
+        try {
+          // A late answer or error, after the deadline, is settled into the
+          // race and ignored: the caller has already been told "lost".
+          return await Promise.race([call, noAnswer]);
+        } finally {
+          clearTimeout(timer);
+        }
+      },
+      async release(delayMs = -1) {
+        try {
+          return await releaseScript(redis, { leaseKey, stateKey, value, delayMs });
+        } catch (err) {
+          throw redisError(`releasing the lease of ${what}`, err);
+        }
+      },
+    };
+  }
+
+  return {
+    async claim(request) {
+      const { jobId, tick, leaseMs, holder, mode } = request;
+      if (holder.length === 0) {
+        throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, `holder of the lease of job ${jobId} must not be empty`);
+      }
+      const leaseKey = keys.lease(jobId);
+      const stateKey = keys.state(jobId);
+      const claimedAt = monotonicNow();
+      let reply;
+      try {
+        reply = await claimScript(redis, {
+          leaseKey, stateKey, tick, leaseMs, holder, mode, nowGuardMs: request.nowGuardMs ?? DEFAULT_NOW_GUARD_MS,
+        });
+      } catch (err) {
+        throw redisError(`claiming the lease of job ${jobId} for tick ${tick}`, err);
+      }
+      switch (reply.kind) {
+        case 'claimed':
+          return {
+            kind: 'claimed',
+            lease: makeLease(jobId, tick, reply.token, reply.value, claimedAt),
+            token: reply.token,
+            previousTick: reply.previousTick,
+            serverNowMs: reply.serverNowMs,
+          };
+        case 'held':
+          return { kind: 'held', holder: holderOf(reply.value), value: reply.value, pttlMs: reply.pttlMs };
+        default:
+          return reply;
+      }
+    },
+  };
+}

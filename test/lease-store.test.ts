@@ -1,0 +1,248 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Redis } from 'ioredis';
+import { isLeaseholdError } from '../src/errors.js';
+import { createLeaseStore, holderOf, type ClaimRequest, type ClaimResult, type LeaseStore } from '../src/lease/lease.js';
+import { createRedis, whenReady } from '../src/redis/connection.js';
+import { keys, type Keys } from '../src/redis/keys.js';
+import { startRedis, type TestRedis } from './helpers/redis.js';
+
+/** What a provider under contract gives the suite. */
+interface Provider {
+  store(k: Keys): LeaseStore;
+  raw: Redis;
+  serverNowMs(): Promise<number>;
+}
+
+function claimed(result: ClaimResult): Extract<ClaimResult, { kind: 'claimed' }> {
+  assert.equal(result.kind, 'claimed', JSON.stringify(result));
+  return result as Extract<ClaimResult, { kind: 'claimed' }>;
+}
+
+/** The lease store contract; every store implementation must pass it. */
+function leaseStoreContract(name: string, provider: () => Provider): void {
+  describe(`lease store contract: ${name}`, () => {
+    let p: Provider;
+    let k: Keys;
+    let store: LeaseStore;
+    let base: number;
+    const job = 'contract.job';
+    const req = (tick: number, extra: Partial<ClaimRequest> = {}): ClaimRequest => ({
+      jobId: job, tick, leaseMs: 5000, holder: 'node-a', mode: 'grid', ...extra,
+    });
+
+    before(() => {
+      p = provider();
+    });
+
+    // A fresh prefix per test: no test sees another's keys.
+    const fresh = async (): Promise<void> => {
+      k = keys(`lh-contract-${randomUUID()}`);
+      store = p.store(k);
+      base = (await p.serverNowMs()) - 60_000;
+    };
+
+    it('claims a fresh tick with token 1 and a value an operator can read', async () => {
+      await fresh();
+      const result = claimed(await store.claim(req(base)));
+      assert.equal(result.token, 1);
+      assert.equal(result.previousTick, -1);
+      assert.equal(result.lease.token, 1);
+      assert.equal(result.lease.tick, base);
+      assert.match(result.lease.value, /^node-a since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z tick \d{4}-.*Z token 1$/);
+      assert.ok(result.lease.value.includes(`tick ${new Date(base).toISOString()}`));
+      assert.equal(await p.raw.get(k.lease(job)), result.lease.value);
+      const pttl = await p.raw.pttl(k.lease(job));
+      assert.ok(pttl > 4000 && pttl <= 5000, `pttl ${pttl}`);
+      assert.equal(await p.raw.hget(k.state(job), 'tick'), String(base));
+      assert.ok(Math.abs(result.serverNowMs - (base + 60_000)) < 5000);
+    });
+
+    it('never claims a tick twice, nor an older one', async () => {
+      await fresh();
+      const first = claimed(await store.claim(req(base + 1000)));
+      assert.deepEqual(await store.claim(req(base + 1000, { holder: 'node-b' })), { kind: 'done', lastTick: base + 1000 });
+      assert.equal(await first.lease.release(), true);
+      assert.deepEqual(await store.claim(req(base + 1000, { holder: 'node-b' })), { kind: 'done', lastTick: base + 1000 });
+      assert.deepEqual(await store.claim(req(base, { holder: 'node-b' })), { kind: 'done', lastTick: base + 1000 });
+    });
+
+    it('reports a held lease with its holder and time to live', async () => {
+      await fresh();
+      const first = claimed(await store.claim(req(base)));
+      const held = await store.claim(req(base + 1000, { holder: 'node-b' }));
+      assert.equal(held.kind, 'held');
+      if (held.kind !== 'held') return;
+      assert.equal(held.holder, 'node-a');
+      assert.equal(held.value, first.lease.value);
+      assert.ok(held.pttlMs > 4000 && held.pttlMs <= 5000);
+      assert.equal(await p.raw.get(k.lease(job)), first.lease.value);
+    });
+
+    it('hands the next tick over after release, counting from the previous tick', async () => {
+      await fresh();
+      const first = claimed(await store.claim(req(base)));
+      assert.equal(await first.lease.release(), true);
+      assert.equal(await p.raw.exists(k.lease(job)), 0);
+      const second = claimed(await store.claim(req(base + 3000, { holder: 'node-b' })));
+      assert.equal(second.token, 2);
+      assert.equal(second.previousTick, base);
+      assert.match(second.lease.value, /^node-b since .* token 2$/);
+    });
+
+    it('lets another instance take over once a dead holder\'s lease expires', async () => {
+      await fresh();
+      claimed(await store.claim(req(base, { leaseMs: 200 })));
+      assert.equal((await store.claim(req(base + 1, { holder: 'node-b' }))).kind, 'held');
+      await sleep(300);
+      const next = claimed(await store.claim(req(base + 1, { holder: 'node-b' })));
+      assert.equal(next.token, 2);
+    });
+
+    it('says early before the tick, within the tolerance it claims', async () => {
+      await fresh();
+      const now = await p.serverNowMs();
+      const early = await store.claim(req(now + 30_000));
+      assert.equal(early.kind, 'early');
+      if (early.kind === 'early') assert.ok(Math.abs(early.serverNowMs - now) < 5000);
+      assert.equal(await p.raw.exists(k.lease(job), k.state(job)), 0);
+      claimed(await store.claim(req(now + 3000, { nowGuardMs: 10_000 })));
+    });
+
+    it('waits the fixed delay after the previous run ended on any instance', async () => {
+      await fresh();
+      const first = claimed(await store.claim(req(base, { mode: 'delay' })));
+      const releasedNear = await p.serverNowMs();
+      assert.equal(await first.lease.release(300), true);
+      const due = Number(await p.raw.hget(k.state(job), 'due'));
+      assert.ok(Math.abs(due - (releasedNear + 300)) < 100, `due ${due}`);
+      const notDue = await store.claim(req(base + 1, { mode: 'delay', holder: 'node-b' }));
+      assert.deepEqual(notDue, { kind: 'notDue', dueMs: due });
+      await sleep(350);
+      const second = claimed(await store.claim(req(due, { mode: 'delay', holder: 'node-b' })));
+      assert.equal(second.previousTick, base);
+      assert.equal(await second.lease.release(), true);
+      assert.equal(Number(await p.raw.hget(k.state(job), 'due')), due, 'release without delay leaves due alone');
+    });
+
+    it('ignores the fixed delay due time for grid schedules', async () => {
+      await fresh();
+      await p.raw.hset(k.state(job), 'due', String(base + 600_000));
+      claimed(await store.claim(req(base)));
+    });
+
+    it('orders its checks: done before notDue before held', async () => {
+      await fresh();
+      const first = claimed(await store.claim(req(base, { mode: 'delay' })));
+      await p.raw.hset(k.state(job), 'due', String(base + 10_000));
+      assert.equal((await store.claim(req(base, { mode: 'delay' }))).kind, 'done');
+      assert.equal((await store.claim(req(base + 1, { mode: 'delay' }))).kind, 'notDue');
+      assert.equal((await store.claim(req(base + 10_000, { mode: 'delay' }))).kind, 'held');
+      assert.equal(await first.lease.release(), true);
+    });
+
+    it('mints strictly increasing fencing tokens', async () => {
+      await fresh();
+      let last = 0;
+      for (let i = 0; i < 25; i++) {
+        const result = claimed(await store.claim(req(base + i, { holder: i % 2 === 0 ? 'node-a' : 'node-b' })));
+        assert.ok(result.token > last);
+        assert.equal(result.previousTick, i === 0 ? -1 : base + i - 1);
+        last = result.token;
+        await result.lease.release();
+      }
+      assert.equal(await p.raw.hget(k.state(job), 'fence'), '25');
+    });
+
+    it('extends only its own lease', async () => {
+      await fresh();
+      const { lease } = claimed(await store.claim(req(base, { leaseMs: 300 })));
+      await sleep(150);
+      assert.equal(await lease.extend(2000), true);
+      const pttl = await p.raw.pttl(k.lease(job));
+      assert.ok(pttl > 1500 && pttl <= 2000, `pttl ${pttl}`);
+      assert.equal(await p.raw.get(k.lease(job)), lease.value);
+    });
+
+    it('never revives, deletes or overwrites a lost lease', async () => {
+      await fresh();
+      const { lease: lost } = claimed(await store.claim(req(base, { leaseMs: 150, mode: 'delay' })));
+      await sleep(250);
+      assert.equal(await lost.extend(5000), false);
+      assert.equal(await p.raw.exists(k.lease(job)), 0, 'an expired lease is not revived');
+      const { lease: theirs } = claimed(await store.claim(req(base + 1, { holder: 'node-b', mode: 'delay' })));
+      assert.equal(await lost.extend(60_000), false);
+      assert.equal(await lost.release(1000), false);
+      assert.equal(await p.raw.get(k.lease(job)), theirs.value);
+      const pttl = await p.raw.pttl(k.lease(job));
+      assert.ok(pttl > 4000 && pttl <= 5000, `their TTL untouched: ${pttl}`);
+      assert.equal(await p.raw.hget(k.state(job), 'due'), null, 'a lost lease sets no due time');
+      assert.equal(await theirs.release(), true);
+    });
+
+    it('answers false at once when the extension deadline has passed', async () => {
+      await fresh();
+      const { lease } = claimed(await store.claim(req(base)));
+      assert.equal(await lease.extend(5000, performance.now() - 1), false);
+      assert.equal(await lease.extend(5000, performance.now() + 1000), true);
+    });
+
+    it('parses holders from lease values', () => {
+      assert.equal(holderOf('host-1 since 2024-01-01T00:00:00.000Z tick x token 3'), 'host-1');
+      assert.equal(holderOf('written by hand'), 'written by hand');
+    });
+  });
+}
+
+describe('redis lease store', () => {
+  let server: TestRedis;
+  let lease: Redis;
+  let raw: Redis;
+  before(async () => {
+    server = await startRedis();
+    lease = createRedis({ url: server.url, role: 'lease', commandTimeoutMs: 300 });
+    await whenReady(lease, 5000);
+    raw = server.client();
+  });
+  after(async () => {
+    lease.disconnect();
+    await server.stop();
+  });
+
+  leaseStoreContract('redis', () => ({
+    store: (k) => createLeaseStore(lease, k),
+    raw,
+    async serverNowMs() {
+      const [s, us] = await raw.time();
+      return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+    },
+  }));
+
+  describe('when Redis fails', () => {
+    it('throws REDIS_ERROR from claim, so a broken Redis is never "someone else\'s turn"', async () => {
+      const k = keys(`lh-fail-${randomUUID()}`);
+      const store = createLeaseStore(lease, k);
+      const [s] = await raw.time();
+      const tick = Number(s) * 1000 - 10_000;
+      const { lease: held } = claimed(await store.claim({ jobId: 'j', tick, leaseMs: 5000, holder: 'a', mode: 'grid' }));
+      server.pause();
+      try {
+        await assert.rejects(store.claim({ jobId: 'j', tick: tick + 1, leaseMs: 5000, holder: 'a', mode: 'grid' }),
+          (err) => isLeaseholdError(err, 'REDIS_ERROR') && err.cause instanceof Error && /job j/.test(err.message));
+        const started = performance.now();
+        assert.equal(await held.extend(5000, performance.now() + 150), false, 'no answer before the deadline is lost');
+        assert.ok(performance.now() - started < 280, 'the deadline is kept, not the command timeout');
+        await assert.rejects(held.extend(5000), (err) => isLeaseholdError(err, 'REDIS_ERROR'));
+        await assert.rejects(held.release(), (err) => isLeaseholdError(err, 'REDIS_ERROR'));
+      } finally {
+        server.resume();
+      }
+      // Commands that timed out here were still queued in Redis and ran on
+      // resume: the release went through after all.
+      assert.equal(await held.release(), false);
+      assert.equal(await raw.exists(k.lease('j')), 0);
+    });
+  });
+});
