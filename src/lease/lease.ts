@@ -111,11 +111,20 @@ export function createLeaseStore(redis: Redis, keys: Keys, options: LeaseStoreOp
         const call = extendScript(redis, { leaseKey, value, leaseMs }).catch((err: unknown) => {
           throw redisError(`extending the lease of ${what}`, err);
         });
-        if (remaining === Infinity) return call;
+        if (deadlineMs === undefined) return call;
         let timer: NodeJS.Timeout | undefined;
         const noAnswer = new Promise<false>((resolve) => {
-          timer = setTimeout(() => resolve(false), remaining);
-          timer.unref();
+          // Timers may fire a little early against the monotonic clock:
+          // re-arm until the deadline has really passed.
+          const arm = (ms: number): void => {
+            timer = setTimeout(() => {
+              const left = deadlineMs - monotonicNow();
+              if (left > 0) arm(left);
+              else resolve(false);
+            }, ms);
+            timer.unref();
+          };
+          arm(remaining);
         });
         try {
           // A late answer or error, after the deadline, is settled into the
