@@ -1,0 +1,152 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Redis } from 'ioredis';
+import { isLeaseholdError } from '../src/errors.js';
+import { createLeaseStore, type Lease } from '../src/lease/lease.js';
+import { watchLease, type LeaseWatch } from '../src/lease/watcher.js';
+import { createRedis, whenReady } from '../src/redis/connection.js';
+import { keys, type Keys } from '../src/redis/keys.js';
+import { startRedis, type TestRedis } from './helpers/redis.js';
+
+interface Lost {
+  at: number;
+  reason: string;
+  cause: unknown;
+}
+
+describe('lease watcher', () => {
+  let server: TestRedis;
+  let leaseConn: Redis;
+  let raw: Redis;
+  const watches: LeaseWatch[] = [];
+
+  before(async () => {
+    server = await startRedis();
+    leaseConn = createRedis({ url: server.url, role: 'lease' });
+    await whenReady(leaseConn, 5000);
+    raw = server.client();
+  });
+  after(async () => {
+    for (const w of watches) w.stop();
+    leaseConn.disconnect();
+    await server.stop();
+  });
+
+  async function claim(leaseMs: number, conn: Redis = leaseConn): Promise<{ lease: Lease; k: Keys; jobId: string }> {
+    const k = keys(`lh-watch-${randomUUID()}`);
+    const jobId = 'watched';
+    const [s] = await raw.time();
+    const result = await createLeaseStore(conn, k).claim({ jobId, tick: Number(s) * 1000 - 1000, leaseMs, holder: 'node-a', mode: 'grid' });
+    assert.equal(result.kind, 'claimed');
+    if (result.kind !== 'claimed') throw new Error('not claimed');
+    return { lease: result.lease, k, jobId };
+  }
+
+  function watch(lease: Lease, leaseMs: number): { watch: LeaseWatch; lost: Promise<Lost> } {
+    let report: (l: Lost) => void = () => undefined;
+    const lost = new Promise<Lost>((resolve) => {
+      report = resolve;
+    });
+    const w = watchLease(lease, { leaseMs, onLost: (reason, cause) => report({ at: performance.now(), reason, cause }) });
+    watches.push(w);
+    return { watch: w, lost };
+  }
+
+  const within = <T>(promise: Promise<T>, ms: number): Promise<T | 'timeout'> =>
+    Promise.race([promise, sleep(ms, 'timeout' as const)]);
+
+  it('keeps a lease alive for several lease times, then lets it expire after stop', async () => {
+    const { lease, k, jobId } = await claim(300);
+    const { watch: w, lost } = watch(lease, 300);
+    for (let i = 0; i < 6; i++) {
+      await sleep(250);
+      assert.equal(await raw.get(k.lease(jobId)), lease.value);
+      const pttl = await raw.pttl(k.lease(jobId));
+      assert.ok(pttl > 0 && pttl <= 300, `pttl ${pttl}`);
+    }
+    assert.equal(w.lost, false);
+    w.stop();
+    w.stop();
+    await sleep(400);
+    assert.equal(await raw.exists(k.lease(jobId)), 0);
+    assert.equal(await within(lost, 10), 'timeout', 'no onLost after stop');
+  });
+
+  it('reports a deleted lease and does not bring it back', async () => {
+    const { lease, k, jobId } = await claim(400);
+    const { watch: w, lost } = watch(lease, 400);
+    await raw.del(k.lease(jobId));
+    const deletedAt = performance.now();
+    const result = await within(lost, 1000);
+    assert.notEqual(result, 'timeout');
+    if (result === 'timeout') return;
+    assert.match(result.reason, /gone or held by another/);
+    assert.ok(result.at - deletedAt < 600);
+    assert.equal(w.lost, true);
+    await sleep(50);
+    assert.equal(await raw.exists(k.lease(jobId)), 0);
+  });
+
+  it('reports a lease that another owner holds, and leaves theirs alone', async () => {
+    const { lease, k, jobId } = await claim(400);
+    const { lost } = watch(lease, 400);
+    const theirs = 'node-b since 2030-01-01T00:00:00.000Z tick 2030-01-01T00:00:00.000Z token 99';
+    await raw.set(k.lease(jobId), theirs, 'PX', 60_000);
+    const result = await within(lost, 1000);
+    assert.notEqual(result, 'timeout');
+    assert.equal(await raw.get(k.lease(jobId)), theirs);
+    const pttl = await raw.pttl(k.lease(jobId));
+    assert.ok(pttl > 58_000, `their TTL untouched: ${pttl}`);
+  });
+
+  it('reports loss within the lease time when Redis stalls (SIGSTOP)', async () => {
+    const { lease } = await claim(1000);
+    const claimedAt = lease.claimedAt;
+    const { lost } = watch(lease, 1000);
+    server.pause();
+    try {
+      const result = await within(lost, 3000);
+      assert.notEqual(result, 'timeout');
+      if (result === 'timeout') return;
+      const after = result.at - claimedAt;
+      assert.ok(after >= 900 && after < 1500, `onLost ${after}ms after the claim`);
+      assert.match(result.reason, /did not confirm/);
+    } finally {
+      server.resume();
+    }
+  });
+
+  it('reports an extension that fails with the error as cause', async () => {
+    const conn = createRedis({ url: server.url, role: 'lease' });
+    await whenReady(conn, 5000);
+    const { lease } = await claim(300, conn);
+    const { lost } = watch(lease, 300);
+    conn.disconnect();
+    const result = await within(lost, 1000);
+    assert.notEqual(result, 'timeout');
+    if (result === 'timeout') return;
+    assert.match(result.reason, /extending the lease failed/);
+    assert.ok(isLeaseholdError(result.cause, 'REDIS_ERROR'));
+  });
+
+  it('reports a blocked event loop that slept through the deadline', async () => {
+    const { lease } = await claim(300);
+    const { lost } = watch(lease, 300);
+    const until = performance.now() + 450;
+    while (performance.now() < until) {
+      // Block the event loop, as CPU-heavy code in a handler would.
+    }
+    const result = await within(lost, 500);
+    assert.notEqual(result, 'timeout');
+    if (result === 'timeout') return;
+    assert.match(result.reason, /after the lease deadline/);
+  });
+
+  it('refuses a nonsense lease time', async () => {
+    const { lease } = await claim(300);
+    assert.throws(() => watchLease(lease, { leaseMs: 0, onLost: () => undefined }), (err) => isLeaseholdError(err, 'INVALID_CONFIG'));
+    await lease.release();
+  });
+});
