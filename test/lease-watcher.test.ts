@@ -144,6 +144,29 @@ describe('lease watcher', () => {
     assert.match(result.reason, /after the lease deadline/);
   });
 
+  it('extends every half lease time and stops extending at stop()', async () => {
+    const calls: number[] = [];
+    const start = performance.now();
+    const fake: Lease = {
+      jobId: 'fake', tick: 0, token: 1, value: 'v', claimedAt: start,
+      extend: async (leaseMs, deadlineMs) => {
+        calls.push(performance.now() - start);
+        assert.equal(leaseMs, 200);
+        assert.ok(deadlineMs !== undefined && deadlineMs > performance.now());
+        return true;
+      },
+      release: async () => true,
+    };
+    const w = watchLease(fake, { leaseMs: 200, onLost: () => assert.fail('not lost') });
+    await sleep(560);
+    w.stop();
+    const seen = calls.length;
+    assert.ok(seen >= 4 && seen <= 6, `extended ${seen} times in 560ms`);
+    assert.ok((calls[0] ?? 0) >= 95, `first extension at ${calls[0]}ms`);
+    await sleep(300);
+    assert.equal(calls.length, seen, 'no extension after stop');
+  });
+
   it('refuses a nonsense lease time', async () => {
     const { lease } = await claim(300);
     assert.throws(() => watchLease(lease, { leaseMs: 0, onLost: () => undefined }), (err) => isLeaseholdError(err, 'INVALID_CONFIG'));
