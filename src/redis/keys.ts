@@ -23,7 +23,7 @@ export interface Keys {
   instanceStats(jobId: string): string;
   /** List: the job's recent runs. */
   runs(jobId: string): string;
-  /** The job's pending stats batches. */
+  /** Hash: stats writer id to the highest batch number applied. */
   batches(jobId: string): string;
   /** Hash: operator settings that override job definitions. */
   readonly settings: string;
@@ -55,9 +55,9 @@ export const KEY_TABLE: readonly KeyDescription[] = [
   { pattern: '<prefix>:{<jobId>}:lease', type: 'string', purpose: 'the installation lease: `<holder> since <time> tick <time> token <n>`, with a TTL' },
   { pattern: '<prefix>:{<jobId>}:state', type: 'hash', purpose: 'claim state: `tick` last claimed tick (ms), `fence` fencing counter, `due` next fixedDelay start (ms)' },
   { pattern: '<prefix>:{<jobId>}:stats', type: 'hash', purpose: 'cluster-wide counters and last outcome of the job' },
-  { pattern: '<prefix>:{<jobId>}:instances', type: 'hash', purpose: 'per-instance counters of the job' },
-  { pattern: '<prefix>:{<jobId>}:runs', type: 'list', purpose: 'the job\'s recent runs, newest first' },
-  { pattern: '<prefix>:{<jobId>}:batches', type: 'hash', purpose: 'stats batches already applied, so a retried batch counts once' },
+  { pattern: '<prefix>:{<jobId>}:instances', type: 'hash', purpose: 'per-instance counters of the job, fields `<instanceId>.<field>`' },
+  { pattern: '<prefix>:{<jobId>}:runs', type: 'list', purpose: 'the job\'s recent runs, newest first, as JSON strings' },
+  { pattern: '<prefix>:{<jobId>}:batches', type: 'hash', purpose: 'stats writer id -> highest applied batch number, so a retried batch counts once' },
   { pattern: '<prefix>:settings', type: 'hash', purpose: 'operator overrides: `<jobId>.paused`, `<jobId>.cron`, ...' },
   { pattern: '<prefix>:jobs', type: 'set', purpose: 'ids of every registered job' },
   { pattern: '<prefix>:instances', type: 'zset', purpose: 'live instance ids scored by last seen (ms)' },
