@@ -13,6 +13,9 @@ import { createLogger } from '../log/logger.js';
 import { attachLogListener } from '../log/listener.js';
 import type { Clock } from './clock.js';
 import { RunnerCore, type JobView } from './runner.js';
+import { createRedis, whenReady, redactUrl } from '../redis/connection.js';
+import { keys as keyNames } from '../redis/keys.js';
+import { redisCoordinator, type RedisCoordinator } from '../lease/redis-coordinator.js';
 import type { Listener, RunnerEvents } from './events.js';
 
 /** Options of {@link createRunner}. */
@@ -55,6 +58,9 @@ const INSTANCE_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
 /** Resolves a runner's options into checked values. */
 export function resolveRunnerOptions(opts: RunnerOptions): { instanceId: string; prefix: string; shutdownGraceMs: number; logger: Logger } {
+  if (opts.redisUrl !== undefined && opts.redis !== undefined) {
+    throw new LeaseholdError('INVALID_CONFIG', 'give either redisUrl or redis, not both');
+  }
   const instanceId = opts.instanceId ?? `${hostname()}-${process.pid}`;
   if (!INSTANCE_ID.test(instanceId)) {
     throw new LeaseholdError('INVALID_CONFIG', `instanceId: ${JSON.stringify(instanceId)} must be 1 to 128 letters, digits or . _ : @ -`);
@@ -73,13 +79,31 @@ export function resolveRunnerOptions(opts: RunnerOptions): { instanceId: string;
  * @throws LeaseholdError `INVALID_CONFIG` for a bad option.
  */
 export function createRunner(opts: RunnerOptions = {}): Runner {
-  const { instanceId, shutdownGraceMs, logger } = resolveRunnerOptions(opts);
+  const { instanceId, shutdownGraceMs, logger, prefix } = resolveRunnerOptions(opts);
   const core = new RunnerCore({ instanceId, logger, shutdownGraceMs, ...(opts.clock ? { clock: opts.clock } : {}) });
   const detachLog = attachLogListener(core, logger);
+  let coordinator: RedisCoordinator | undefined;
+  let leaseConnection: Redis | undefined;
+  if (opts.redisUrl !== undefined || opts.redis !== undefined) {
+    const lease = createRedis({ role: 'lease', ...(opts.redis ? { client: opts.redis } : { url: opts.redisUrl }) });
+    leaseConnection = lease;
+    lease.on('error', (err: Error) => logger.debug({ err: { message: err.message } }, 'lease connection error'));
+    coordinator = redisCoordinator({ redis: lease, keys: keyNames(prefix), instanceId, logger, ownsConnection: true });
+    core.setCoordinator(coordinator);
+    const where = opts.redisUrl ? redactUrl(opts.redisUrl) : 'the given client';
+    logger.info({ redis: where, prefix }, 'coordinating through Redis at %s', where);
+  } else {
+    logger.warn('no Redis configured: installation jobs run on this node alone and nothing is shared');
+  }
   return {
     instanceId,
     add: (job) => core.add(job),
     async start() {
+      if (coordinator && leaseConnection) {
+        // Do not block long on an absent Redis: claims fail (as failed runs) until it is back.
+        await whenReady(leaseConnection, 3_000).catch((err: unknown) => logger.warn({ err }, 'Redis is not reachable yet; retrying in the background'));
+        await coordinator.start();
+      }
       core.start();
       logger.info({ instanceId, jobs: core.jobs().length }, 'leasehold runner started');
     },

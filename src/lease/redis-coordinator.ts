@@ -1,0 +1,96 @@
+/**
+ * The Redis coordinator: installation claims through the lease store, on Redis time.
+ * @module
+ */
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Coordinator, ClaimDecision, HeldLease } from '../runner/coordinator.js';
+import type { Keys } from '../redis/keys.js';
+import { measureOffset } from '../redis/time.js';
+import { createLeaseStore } from './lease.js';
+import { watchLease } from './watcher.js';
+
+/** How often the offset to Redis time is measured again. */
+export const OFFSET_INTERVAL_MS = 60_000;
+
+/** Options of {@link redisCoordinator}. */
+export interface RedisCoordinatorOptions {
+  /** A fail-fast `lease` connection, owned by the coordinator once given. */
+  readonly redis: Redis;
+  readonly keys: Keys;
+  readonly instanceId: string;
+  readonly logger: Logger;
+  /** Close the connection on `close()`. */
+  readonly ownsConnection: boolean;
+}
+
+/** A coordinator that also measures its offset to Redis time. */
+export interface RedisCoordinator extends Coordinator {
+  /** Measures the offset now and then every minute. Does not throw when Redis is away. */
+  start(): Promise<void>;
+}
+
+/** Creates the Redis coordinator. */
+export function redisCoordinator(opts: RedisCoordinatorOptions): RedisCoordinator {
+  const store = createLeaseStore(opts.redis, opts.keys);
+  let offset = 0;
+  let timer: NodeJS.Timeout | undefined;
+  let closed = false;
+
+  const measure = async (): Promise<void> => {
+    try {
+      const m = await measureOffset(opts.redis);
+      if (Math.abs(m.offsetMs - offset) > 250) {
+        opts.logger.info({ offsetMs: Math.round(m.offsetMs), rttMs: m.rttMs }, 'this node\'s clock is %d ms off Redis time; scheduling on Redis time', Math.round(-m.offsetMs));
+      }
+      offset = m.offsetMs;
+    } catch (err) {
+      opts.logger.debug({ err }, 'measuring the offset to Redis time failed; keeping the last one');
+    }
+  };
+
+  return {
+    async start() {
+      await measure();
+      const loop = (): void => {
+        timer = setTimeout(() => {
+          void measure().finally(() => {
+            if (!closed) loop();
+          });
+        }, OFFSET_INTERVAL_MS);
+        timer.unref();
+      };
+      loop();
+    },
+    offsetMs: () => offset,
+    async claim({ jobId, tick, leaseMs, mode }): Promise<ClaimDecision> {
+      const r = await store.claim({ jobId, tick, leaseMs, holder: opts.instanceId, mode: mode === 'delay' ? 'delay' : 'grid' });
+      switch (r.kind) {
+        case 'claimed': {
+          const lease = r.lease;
+          const held: HeldLease = {
+            token: r.token,
+            watch: (ms, onLost) => watchLease(lease, { leaseMs: ms, onLost: (why) => onLost(why) }),
+            release: (delayMs) => lease.release(delayMs ?? -1),
+          };
+          return { kind: 'claimed', lease: held, previousTick: r.previousTick < 0 ? null : r.previousTick };
+        }
+        case 'done':
+          return { kind: 'done' };
+        case 'held':
+          return { kind: 'held', holder: r.holder };
+        case 'notDue':
+          return { kind: 'notDue', dueMs: r.dueMs };
+        case 'early':
+          return { kind: 'early', serverNowMs: r.serverNowMs };
+      }
+    },
+    async close() {
+      closed = true;
+      if (timer) clearTimeout(timer);
+      if (opts.ownsConnection) {
+        await opts.redis.quit().catch(() => opts.redis.disconnect());
+      }
+    },
+  };
+}

@@ -1,0 +1,98 @@
+/**
+ * Spawns real `leasehold` processes (the built CLI) and reads their JSON log lines.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+/** The repository root. */
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+/** The built CLI entry. */
+export const BIN = fileURLToPath(new URL('../../bin/leasehold.js', import.meta.url));
+
+/** A running node process with its parsed log. */
+export interface NodeProc {
+  readonly child: ChildProcess;
+  readonly lines: Array<Record<string, unknown>>;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the exit code (or signal) when the process ends. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Waits until a log line matches, or rejects after `ms`. */
+  waitFor(pred: (l: Record<string, unknown>) => boolean, ms?: number): Promise<Record<string, unknown>>;
+  kill(signal?: NodeJS.Signals): void;
+}
+
+const children = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const c of children) c.kill('SIGKILL');
+});
+
+/** Runs `leasehold <args>` with extra environment; stdout is parsed as pino JSON lines. */
+export function spawnLeasehold(args: string[], env: Record<string, string | undefined> = {}, extra: { preload?: Record<string, string> } = {}): NodeProc {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    cwd: ROOT,
+    env: { ...process.env, LOG_LEVEL: 'debug', ...extra.preload, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.add(child);
+  let out = '';
+  let err = '';
+  let partial = '';
+  const lines: Array<Record<string, unknown>> = [];
+  const waiters: Array<() => void> = [];
+  child.stdout?.on('data', (d: Buffer) => {
+    out += d.toString();
+    partial += d.toString();
+    const parts = partial.split('\n');
+    partial = parts.pop() ?? '';
+    for (const p of parts) {
+      if (!p.trim()) continue;
+      try {
+        lines.push(JSON.parse(p) as Record<string, unknown>);
+      } catch {
+        lines.push({ raw: p });
+      }
+    }
+    for (const w of waiters.splice(0)) w();
+  });
+  child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => {
+      children.delete(child);
+      resolve({ code, signal });
+    }),
+  );
+  const waitFor = (pred: (l: Record<string, unknown>) => boolean, ms = 10_000) =>
+    new Promise<Record<string, unknown>>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no matching log line within ${ms} ms; stderr: ${err.slice(-500)}; stdout tail: ${out.slice(-1500)}`)), ms);
+      const check = (): void => {
+        const hit = lines.find(pred);
+        if (hit) {
+          clearTimeout(timer);
+          resolve(hit);
+        } else if (child.exitCode !== null) {
+          clearTimeout(timer);
+          reject(new Error(`process exited (${child.exitCode}) before a matching line; stderr: ${err.slice(-500)}`));
+        } else {
+          waiters.push(check);
+        }
+      };
+      check();
+    });
+  return {
+    child,
+    lines,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    waitFor,
+    kill: (signal = 'SIGTERM') => child.kill(signal),
+  };
+}
+
+/** Runs `leasehold <args>` to completion. */
+export async function runLeasehold(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const p = spawnLeasehold(args, env);
+  const { code } = await p.exited;
+  return { code, stdout: p.stdout(), stderr: p.stderr() };
+}
