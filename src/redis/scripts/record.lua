@@ -1,0 +1,154 @@
+--[[
+  Apply one stats batch of one job, written by one node, atomically and at
+  most once: counters are added, last-run fields replaced when the batch's
+  last run is the newest, recent runs pushed to a capped list. A batch whose
+  sequence number this writer already applied changes nothing, so a batch
+  that is retried after a lost reply counts once.
+
+  Input (all keys share the job's hash tag):
+    KEYS[1] stats      hash  the job's cluster-wide counters and last outcome
+    KEYS[2] instances  hash  per-instance fields `<instanceId>.<field>`
+    KEYS[3] runs       list  recent runs, newest first, JSON strings
+    KEYS[4] batches    hash  writer id -> highest applied sequence number
+
+    ARGV[1] writer     string   id of the writing node's stats writer (instance id and a nonce)
+    ARGV[2] seq        integer  the batch's sequence number, increasing per writer
+    ARGV[3] batch      string   JSON object; every member is optional:
+                         init      boolean  create every field with zero or '' if absent
+                         define    object   field -> string, set as given (scope, schedule ...)
+                         incr      object   field -> integer, added to the stats hash
+                         last      object   lastOutcome, lastError, lastStartedAt (ISO),
+                                            lastDurationMs, lastInstance: set when
+                                            lastStartedAt is not older than the stored one
+                         successAt string   ISO end of the batch's newest successful run, or ''
+                         fails     integer  unsuccessful runs after successAt (all when '')
+                         set       object   field -> string, set as given (nextDueAt, seenAt ...)
+                         inst      object   { id, incr, last, set } for the writer's instance
+                         runs      array    JSON strings, oldest first
+    ARGV[4] runsCap    integer  length of the recent runs list, > 0
+    ARGV[5] keepMs     integer  ms; the batches hash expires this long after the last batch
+
+  Output:
+    1 when the batch was applied, 0 when this writer had applied it before.
+]]
+local statsKey = KEYS[1]
+local instancesKey = KEYS[2]
+local runsKey = KEYS[3]
+local batchesKey = KEYS[4]
+local writer = ARGV[1]
+local seq = tonumber(ARGV[2])
+local ok, batch = pcall(cjson.decode, ARGV[3])
+local runsCap = tonumber(ARGV[4])
+local keepMs = tonumber(ARGV[5])
+
+if not seq or seq ~= math.floor(seq) or seq < 1 then
+  return redis.error_reply('ERR leasehold record: seq must be a positive integer')
+end
+if not ok or type(batch) ~= 'table' then
+  return redis.error_reply('ERR leasehold record: batch must be a JSON object')
+end
+if not runsCap or runsCap < 1 then
+  return redis.error_reply('ERR leasehold record: runsCap must be a positive integer')
+end
+if not keepMs or keepMs < 1 then
+  return redis.error_reply('ERR leasehold record: keepMs must be a positive integer')
+end
+
+local applied = tonumber(redis.call('HGET', batchesKey, writer))
+if applied and applied >= seq then
+  return 0
+end
+
+local COUNTERS = {
+  'runs', 'succeeded', 'failed', 'timedOut', 'lockLost', 'interrupted',
+  'overruns', 'skipped', 'skippedClaimed', 'skippedPaused', 'missed', 'streak',
+}
+local TEXTS = {
+  'lastOutcome', 'lastError', 'lastStartedAt', 'lastDurationMs', 'lastInstance',
+  'lastSuccessAt', 'nextDueAt', 'invalidCause',
+}
+local INSTANCE_COUNTERS = {
+  'runs', 'succeeded', 'failed', 'timedOut', 'lockLost', 'interrupted', 'overruns', 'skipped',
+}
+local INSTANCE_TEXTS = { 'lastOutcome', 'lastError', 'lastStartedAt', 'lastDurationMs', 'nextDueAt' }
+
+local function int(n)
+  return string.format('%d', n)
+end
+
+local function setAll(key, prefix, fields)
+  if type(fields) ~= 'table' then return end
+  for field, value in pairs(fields) do
+    redis.call('HSET', key, prefix .. field, tostring(value))
+  end
+end
+
+local function incrAll(key, prefix, fields)
+  if type(fields) ~= 'table' then return end
+  for field, n in pairs(fields) do
+    if type(n) == 'number' and n ~= 0 then
+      redis.call('HINCRBY', key, prefix .. field, int(n))
+    end
+  end
+end
+
+local inst = batch.inst
+local instPrefix = nil
+if type(inst) == 'table' and type(inst.id) == 'string' then
+  instPrefix = inst.id .. '.'
+end
+
+if batch.init == true then
+  for _, field in ipairs(COUNTERS) do redis.call('HSETNX', statsKey, field, '0') end
+  for _, field in ipairs(TEXTS) do redis.call('HSETNX', statsKey, field, '') end
+  if type(batch.createdAt) == 'string' then
+    redis.call('HSETNX', statsKey, 'createdAt', batch.createdAt)
+  end
+  if instPrefix then
+    for _, field in ipairs(INSTANCE_COUNTERS) do redis.call('HSETNX', instancesKey, instPrefix .. field, '0') end
+    for _, field in ipairs(INSTANCE_TEXTS) do redis.call('HSETNX', instancesKey, instPrefix .. field, '') end
+  end
+end
+
+setAll(statsKey, '', batch.define)
+incrAll(statsKey, '', batch.incr)
+
+local last = batch.last
+if type(last) == 'table' and type(last.lastStartedAt) == 'string' then
+  local stored = redis.call('HGET', statsKey, 'lastStartedAt') or ''
+  if last.lastStartedAt >= stored then
+    setAll(statsKey, '', last)
+  end
+end
+
+local fails = tonumber(batch.fails) or 0
+local successAt = batch.successAt
+if type(successAt) == 'string' and successAt ~= '' then
+  local stored = redis.call('HGET', statsKey, 'lastSuccessAt') or ''
+  if successAt > stored then
+    redis.call('HSET', statsKey, 'lastSuccessAt', successAt, 'streak', int(fails))
+  elseif fails > 0 then
+    redis.call('HINCRBY', statsKey, 'streak', int(fails))
+  end
+elseif fails > 0 then
+  redis.call('HINCRBY', statsKey, 'streak', int(fails))
+end
+
+setAll(statsKey, '', batch.set)
+
+if instPrefix then
+  incrAll(instancesKey, instPrefix, inst.incr)
+  setAll(instancesKey, instPrefix, inst.last)
+  setAll(instancesKey, instPrefix, inst.set)
+end
+
+if type(batch.runs) == 'table' and #batch.runs > 0 then
+  for _, entry in ipairs(batch.runs) do
+    redis.call('LPUSH', runsKey, tostring(entry))
+  end
+  redis.call('LTRIM', runsKey, 0, runsCap - 1)
+end
+
+redis.call('HSET', batchesKey, writer, int(seq))
+redis.call('PEXPIRE', batchesKey, int(keepMs))
+return 1

@@ -1,0 +1,82 @@
+/**
+ * The typed wrapper of the status layer's Lua script (`scripts/record.lua`), registered with
+ * ioredis `defineCommand` once per connection, as `./commands.ts` does for the lease scripts.
+ * @module
+ */
+import { readFileSync } from 'node:fs';
+import type { Redis } from 'ioredis';
+import { ErrorCodes, LeaseholdError } from '../errors.js';
+
+interface StatusScriptCommands {
+  leaseholdRecord(stats: string, instances: string, runs: string, batches: string, writer: string, seq: string, batch: string, runsCap: string, keepMs: string): Promise<unknown>;
+}
+
+let recordLua: string | undefined;
+const prepared = new WeakSet<Redis>();
+
+function commands(redis: Redis): StatusScriptCommands {
+  if (!prepared.has(redis)) {
+    recordLua ??= readFileSync(new URL('./scripts/record.lua', import.meta.url), 'utf8');
+    redis.defineCommand('leaseholdRecord', { numberOfKeys: 4, lua: recordLua });
+    prepared.add(redis);
+  }
+  return redis as unknown as StatusScriptCommands;
+}
+
+/** A stats batch as `record.lua` reads it; see the script's header for each member. */
+export interface RecordBatch {
+  init?: boolean;
+  /** ISO-8601; set once, when the job's stats hash is created. */
+  createdAt?: string;
+  define?: Record<string, string>;
+  incr?: Record<string, number>;
+  last?: Record<string, string>;
+  /** ISO-8601 end of the batch's newest successful run. */
+  successAt?: string;
+  fails?: number;
+  set?: Record<string, string>;
+  inst?: { id: string; incr?: Record<string, number>; last?: Record<string, string>; set?: Record<string, string> };
+  /** Recent-run JSON strings, oldest first. */
+  runs?: string[];
+}
+
+/** Arguments of {@link recordScript}. */
+export interface RecordScriptArgs {
+  statsKey: string;
+  instancesKey: string;
+  runsKey: string;
+  batchesKey: string;
+  /** The writer's id; sequence numbers are per writer. */
+  writer: string;
+  /** The batch's sequence number, >= 1, increasing per writer and job. */
+  seq: number;
+  batch: RecordBatch;
+  /** Length of the recent-runs list. */
+  runsCap: number;
+  /** The batches hash expires this long (ms) after the job's last batch. */
+  keepMs: number;
+}
+
+function requireInteger(name: string, value: number, min: number): void {
+  if (!Number.isSafeInteger(value) || value < min) {
+    throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, `${name} must be an integer >= ${min}, got ${String(value)}`);
+  }
+}
+
+/**
+ * Run `record.lua`: applies one batch atomically.
+ * @returns true when applied, false when the writer had applied this sequence number before.
+ */
+export async function recordScript(redis: Redis, args: RecordScriptArgs): Promise<boolean> {
+  requireInteger('seq', args.seq, 1);
+  requireInteger('runsCap', args.runsCap, 1);
+  requireInteger('keepMs', args.keepMs, 1);
+  const reply = await commands(redis).leaseholdRecord(
+    args.statsKey, args.instancesKey, args.runsKey, args.batchesKey,
+    args.writer, String(args.seq), JSON.stringify(args.batch), String(args.runsCap), String(args.keepMs),
+  );
+  if (reply !== 0 && reply !== 1) {
+    throw new LeaseholdError(ErrorCodes.REDIS_ERROR, `unexpected reply from the record script: ${JSON.stringify(reply)}`);
+  }
+  return reply === 1;
+}

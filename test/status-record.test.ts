@@ -1,0 +1,135 @@
+/**
+ * record.lua through its wrapper (SPEC 5): counters are added atomically, every field exists
+ * from the first write, last-run fields follow the newest run, the recent-runs list is
+ * capped, and a batch retried after a lost reply counts once.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Redis } from 'ioredis';
+import { isLeaseholdError } from '../src/errors.js';
+import { keys } from '../src/redis/keys.js';
+import { recordScript, type RecordBatch } from '../src/redis/status-commands.js';
+import { startRedis, type TestRedis } from './helpers/redis.js';
+
+describe('record.lua', () => {
+  let server: TestRedis;
+  let redis: Redis;
+  let n = 0;
+  const fresh = () => {
+    n += 1;
+    const k = keys(`record-test-${n}`);
+    const job = 'job-1';
+    return {
+      k,
+      job,
+      send: (writer: string, seq: number, batch: RecordBatch, runsCap = 5) =>
+        recordScript(redis, {
+          statsKey: k.stats(job),
+          instancesKey: k.instanceStats(job),
+          runsKey: k.runs(job),
+          batchesKey: k.batches(job),
+          writer,
+          seq,
+          batch,
+          runsCap,
+          keepMs: 60_000,
+        }),
+    };
+  };
+  before(async () => {
+    server = await startRedis();
+    redis = server.client();
+  });
+  after(async () => {
+    await server.stop();
+  });
+
+  it('creates every field with zeros on init, without overwriting existing counts', async () => {
+    const { k, job, send } = fresh();
+    assert.equal(await send('w', 1, { init: true, createdAt: '2026-01-01T00:00:00.000Z', define: { scope: 'instance' }, inst: { id: 'node-a' } }), true);
+    const stats = await redis.hgetall(k.stats(job));
+    for (const f of ['runs', 'succeeded', 'failed', 'timedOut', 'lockLost', 'interrupted', 'overruns', 'skipped', 'missed', 'streak']) {
+      assert.equal(stats[f], '0', f);
+    }
+    for (const f of ['lastOutcome', 'lastError', 'lastStartedAt', 'lastDurationMs', 'lastInstance', 'nextDueAt', 'lastSuccessAt']) {
+      assert.equal(stats[f], '', f);
+    }
+    assert.equal(stats['scope'], 'instance');
+    assert.equal(stats['createdAt'], '2026-01-01T00:00:00.000Z');
+    const inst = await redis.hgetall(k.instanceStats(job));
+    assert.equal(inst['node-a.runs'], '0');
+    assert.equal(inst['node-a.lastOutcome'], '');
+    await send('w', 2, { incr: { runs: 2, succeeded: 2 } });
+    await send('w', 3, { init: true, createdAt: '2027-01-01T00:00:00.000Z' });
+    const again = await redis.hgetall(k.stats(job));
+    assert.equal(again['runs'], '2');
+    assert.equal(again['createdAt'], '2026-01-01T00:00:00.000Z');
+  });
+
+  it('applies a batch once: a retry with the same writer and sequence number changes nothing', async () => {
+    const { k, job, send } = fresh();
+    const batch: RecordBatch = { incr: { runs: 3, failed: 3 }, fails: 3, runs: ['{"outcome":"failed"}'] };
+    assert.equal(await send('w#1', 1, batch), true);
+    assert.equal(await send('w#1', 1, batch), false);
+    assert.equal(await redis.hget(k.stats(job), 'runs'), '3');
+    assert.equal(await redis.hget(k.stats(job), 'streak'), '3');
+    assert.equal(await redis.llen(k.runs(job)), 1);
+    // An older batch arriving late is also ignored; another writer's batch 1 is its own.
+    assert.equal(await send('w#1', 2, { incr: { runs: 1 } }), true);
+    assert.equal(await send('w#1', 1, batch), false);
+    assert.equal(await send('w#2', 1, { incr: { runs: 1 } }), true);
+    assert.equal(await redis.hget(k.stats(job), 'runs'), '5');
+    const ttl = await redis.pttl(k.batches(job));
+    assert.ok(ttl > 0 && ttl <= 60_000, `batches hash expires: ${ttl}`);
+  });
+
+  it('keeps the newest last run when batches arrive out of order', async () => {
+    const { k, job, send } = fresh();
+    const newer = { lastOutcome: 'failed', lastError: 'boom', lastStartedAt: '2026-03-01T10:00:02.000Z', lastDurationMs: '5', lastInstance: 'b' };
+    const older = { lastOutcome: 'succeeded', lastError: '', lastStartedAt: '2026-03-01T10:00:01.000Z', lastDurationMs: '7', lastInstance: 'a' };
+    await send('b', 1, { last: newer });
+    await send('a', 1, { last: older });
+    const s = await redis.hgetall(k.stats(job));
+    assert.equal(s['lastOutcome'], 'failed');
+    assert.equal(s['lastInstance'], 'b');
+    assert.equal(s['lastError'], 'boom');
+  });
+
+  it('counts the failing streak from the newest success', async () => {
+    const { k, job, send } = fresh();
+    await send('w', 1, { fails: 2 });
+    assert.equal(await redis.hget(k.stats(job), 'streak'), '2');
+    await send('w', 2, { successAt: '2026-03-01T10:00:00.000Z', fails: 1 });
+    assert.equal(await redis.hget(k.stats(job), 'streak'), '1');
+    assert.equal(await redis.hget(k.stats(job), 'lastSuccessAt'), '2026-03-01T10:00:00.000Z');
+    // A success older than the stored one does not reset the streak.
+    await send('w', 3, { successAt: '2026-03-01T09:00:00.000Z', fails: 1 });
+    assert.equal(await redis.hget(k.stats(job), 'streak'), '2');
+    assert.equal(await redis.hget(k.stats(job), 'lastSuccessAt'), '2026-03-01T10:00:00.000Z');
+  });
+
+  it('caps the recent-runs list, newest first', async () => {
+    const { k, job, send } = fresh();
+    await send('w', 1, { runs: ['1', '2', '3'] }, 4);
+    await send('w', 2, { runs: ['4', '5', '6'] }, 4);
+    assert.deepEqual(await redis.lrange(k.runs(job), 0, -1), ['6', '5', '4', '3']);
+  });
+
+  it('keeps per-instance rows apart', async () => {
+    const { k, job, send } = fresh();
+    await send('a', 1, { inst: { id: 'node.a', incr: { runs: 2, succeeded: 2 }, set: { nextDueAt: 'x' } } });
+    await send('b', 1, { inst: { id: 'node-b', incr: { runs: 1, failed: 1 }, last: { lastOutcome: 'failed' } } });
+    const inst = await redis.hgetall(k.instanceStats(job));
+    assert.equal(inst['node.a.runs'], '2');
+    assert.equal(inst['node.a.nextDueAt'], 'x');
+    assert.equal(inst['node-b.failed'], '1');
+    assert.equal(inst['node-b.lastOutcome'], 'failed');
+  });
+
+  it('checks its arguments', async () => {
+    const { send } = fresh();
+    await assert.rejects(send('w', 0, {}), (err) => isLeaseholdError(err, 'INVALID_CONFIG'));
+    await assert.rejects(send('w', 1.5, {}), (err) => isLeaseholdError(err, 'INVALID_CONFIG'));
+    await assert.rejects(send('w', 1, {}, 0), (err) => isLeaseholdError(err, 'INVALID_CONFIG'));
+  });
+});
