@@ -10,6 +10,13 @@ import { measureOffset } from '../redis/time.js';
 import { createLeaseStore } from './lease.js';
 import { watchLease } from './watcher.js';
 
+/**
+ * How far before its tick (on Redis time) a claim is accepted. Nodes fire on their measured
+ * Redis time, so a claim is early only by the measurement error; anything earlier is
+ * answered `early` and retried at the tick.
+ */
+export const NOW_GUARD_MS = 2;
+
 /** How often the offset to Redis time is measured again. */
 export const OFFSET_INTERVAL_MS = 60_000;
 
@@ -64,13 +71,13 @@ export function redisCoordinator(opts: RedisCoordinatorOptions): RedisCoordinato
     },
     offsetMs: () => offset,
     async claim({ jobId, tick, leaseMs, mode }): Promise<ClaimDecision> {
-      const r = await store.claim({ jobId, tick, leaseMs, holder: opts.instanceId, mode: mode === 'delay' ? 'delay' : 'grid' });
+      const r = await store.claim({ jobId, tick, leaseMs, holder: opts.instanceId, mode: mode === 'delay' ? 'delay' : 'grid', nowGuardMs: NOW_GUARD_MS });
       switch (r.kind) {
         case 'claimed': {
           const lease = r.lease;
           const held: HeldLease = {
             token: r.token,
-            watch: (ms, onLost) => watchLease(lease, { leaseMs: ms, onLost: (why) => onLost(why) }),
+            watch: (ms, onLost) => watchLease(lease, { leaseMs: ms, onLost: (why, cause) => onLost(cause instanceof Error ? `${why} (${cause.message})` : why) }),
             release: (delayMs) => lease.release(delayMs ?? -1),
           };
           return { kind: 'claimed', lease: held, previousTick: r.previousTick < 0 ? null : r.previousTick };
