@@ -1,0 +1,98 @@
+/**
+ * `parseCron`: Spring's six-field cron dialect, checked field by field, in a zone.
+ * @module
+ */
+import { Cron } from 'croner';
+import { ErrorCodes, LeaseholdError } from '../errors.js';
+import { compile } from './compile.js';
+import { FIELD_NAMES, fieldError, parseFields, quote } from './fields.js';
+import { type CronSchedule, createSchedule, cronerOptions } from './schedule.js';
+import { type ResolvedZone, resolveZone } from './zone.js';
+
+/** Options of {@link parseCron}. */
+export interface ParseCronOptions {
+  /** IANA zone id, fixed offset (`+02:00`) or `UTC`; default `UTC`, whatever the server's zone. */
+  readonly zone?: string;
+}
+
+/** Spring's macros, by their six-field meaning. */
+const MACROS: ReadonlyMap<string, string> = new Map([
+  ['@yearly', '0 0 0 1 1 *'],
+  ['@annually', '0 0 0 1 1 *'],
+  ['@monthly', '0 0 0 1 * *'],
+  ['@weekly', '0 0 0 * * 0'],
+  ['@daily', '0 0 0 * * *'],
+  ['@midnight', '0 0 0 * * *'],
+  ['@hourly', '0 0 * * * *'],
+]);
+
+type SixParts = [string, string, string, string, string, string];
+
+function invalid(expression: string, why: string): LeaseholdError {
+  return new LeaseholdError(ErrorCodes.INVALID_CRON, `Invalid cron expression ${quote(expression)}: ${why}`);
+}
+
+function isSix(parts: string[]): parts is SixParts {
+  return parts.length === 6;
+}
+
+/**
+ * croner rejected a pattern that passed our own checks. Find the field by
+ * building each field alone, the others `*`, so the message still names it.
+ */
+function cronerError(expression: string, userParts: SixParts, cronerParts: readonly string[], zone: ResolvedZone, err: unknown): LeaseholdError {
+  const reason = err instanceof Error ? err.message : String(err);
+  for (let i = 0; i < 6; i++) {
+    const alone = cronerParts.map((p, j) => (j === i ? p : j === 0 ? '0' : '*')).join(' ');
+    try {
+      new Cron(alone, cronerOptions(zone));
+    } catch {
+      const e = fieldError(expression, FIELD_NAMES[i] ?? 'second', userParts[i] ?? '', reason);
+      return new LeaseholdError(e.code, e.message, { cause: err });
+    }
+  }
+  return new LeaseholdError(ErrorCodes.INVALID_CRON, `Invalid cron expression ${quote(expression)}: ${reason}`, { cause: err });
+}
+
+/**
+ * Parse a cron expression in Spring's dialect: six fields, seconds first
+ * (`sec min hour day-of-month month day-of-week`), or a macro (`@hourly`,
+ * `@daily`/`@midnight`, `@weekly`, `@monthly`, `@yearly`/`@annually`).
+ *
+ * When both day fields are restricted a day must match both (`0 0 12 13 * FRI`
+ * is Friday the 13th only). In a zone with daylight saving, a local time the
+ * clocks skip does not run that day, and a local time that happens twice runs
+ * once, at its first occurrence.
+ *
+ * @throws {@link LeaseholdError} `INVALID_CRON` naming the field at fault
+ *   (`second`, `minute`, `hour`, `day-of-month`, `month`, `day-of-week`), or
+ *   `INVALID_ZONE` naming the zone.
+ */
+export function parseCron(expr: string, opts: ParseCronOptions = {}): CronSchedule {
+  if (typeof expr !== 'string') {
+    throw new LeaseholdError(ErrorCodes.INVALID_CRON, `Invalid cron expression: expected a string, got ${expr === null ? 'null' : typeof expr}`);
+  }
+  const expression = expr.trim();
+  if (expression === '') throw new LeaseholdError(ErrorCodes.INVALID_CRON, 'Invalid cron expression: it is empty');
+  const zone = resolveZone(opts?.zone ?? 'UTC');
+
+  let body = expression;
+  if (expression.startsWith('@')) {
+    const macro = MACROS.get(expression.toLowerCase());
+    if (macro === undefined) throw invalid(expression, `unknown macro; expected one of ${[...MACROS.keys()].join(', ')}`);
+    body = macro;
+  }
+  const parts = body.split(/\s+/);
+  if (!isSix(parts)) {
+    throw invalid(expression, `expected six fields (second minute hour day-of-month month day-of-week), got ${parts.length}`);
+  }
+  const fields = parseFields(parts, expression);
+  const compiled = compile(fields);
+  let cron: Cron;
+  try {
+    cron = new Cron(compiled.parts.join(' '), cronerOptions(zone));
+  } catch (err) {
+    throw cronerError(expression, parts, compiled.parts, zone, err);
+  }
+  return createSchedule(expression, zone, fields, compiled, cron);
+}
