@@ -7,7 +7,8 @@
  * occurrence, and never moves past a time it has already passed. That is the
  * rule leasehold wants for every expression, `*` and `*\/15` included.
  *
- * Croner cannot express `L-n`, nor `LW` next to other days. For those the
+ * Croner cannot express `L-n`, nor `LW` next to other days, and its `nW` differs
+ * from Spring's when day n is a Sunday that ends the month. For those the
  * pattern lists every day that could match, and {@link Compiled.dayFilter}
  * decides the exact day.
  * @module
@@ -52,13 +53,18 @@ function weekdayOf(year: number, month: number, day: number): number {
   return (((y + Math.floor(y / 4) - Math.floor(y / 100) + Math.floor(y / 400) + t + day) % 7) + 7) % 7;
 }
 
-/** The weekday nearest to day `n` without leaving the month, as croner and Quartz have it; -1 if no day `n`. */
+/**
+ * Spring's `nW`: day `n` on a weekday; the Friday before a Saturday (Monday the
+ * 3rd for Saturday the 1st); the Monday after a Sunday. A Sunday that ends the
+ * month has no Monday after it in the month, and Spring then has no day at all
+ * (croner and Quartz take the Friday before). -1 when there is no such day.
+ */
 function nearestWeekday(year: number, month: number, n: number): number {
   const last = daysInMonth(year, month);
   if (n > last) return -1;
   const dow = weekdayOf(year, month, n);
   if (dow === 6) return n === 1 ? 3 : n - 1;
-  if (dow === 0) return n === last ? n - 2 : n + 1;
+  if (dow === 0) return n === last ? -1 : n + 1;
   return n;
 }
 
@@ -88,7 +94,9 @@ function compileDayOfMonth(f: DayOfMonthField): { part: string; filter: ((w: Wal
   if (f.any) return { part: '*', filter: null };
   const plain = ranges(f.days, 1);
   const others = plain !== '' || f.last || f.nearestWeekday.length > 0;
-  if (f.lastOffset.length === 0 && !(f.lastWeekday && others)) {
+  // From 28W on, day n can be a Sunday ending the month, where croner and Spring differ.
+  const croner = f.lastOffset.length === 0 && !(f.lastWeekday && others) && f.nearestWeekday.every((n) => n < 28);
+  if (croner) {
     if (f.lastWeekday) return { part: 'LW', filter: null };
     const tokens = [plain, f.last ? 'L' : '', ...f.nearestWeekday.map((n) => `${n}W`)];
     return { part: tokens.filter((t) => t !== '').join(','), filter: null };

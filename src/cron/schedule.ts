@@ -5,7 +5,8 @@
  * - croner moves a local time the clocks skip to the end of the skipped hour.
  *   Here such a time does not exist, so its candidate is dropped (its wall clock
  *   no longer matches the expression) and the search goes on.
- * - `L-n` and `LW` in a list are found with a day filter (see compile.ts).
+ * - Days croner cannot express as Spring means them (`L-n`, `LW` in a list,
+ *   `nW` late in the month) are found with a day filter (see compile.ts).
  * A repeated local time runs once, at its first occurrence, because every
  * pattern is a croner "fixed-time" job (see compile.ts).
  * @module
