@@ -304,8 +304,8 @@ export class RunnerCore {
       // The shared grid: with an initial delay wait for the first tick after it; without,
       // take the current period's tick if nobody ran it (the claim decides).
       const from = now + slot.job.initialDelayMs;
-      const next = t.next(from) ?? from;
-      this.scheduleTick(slot, slot.job.initialDelayMs > 0 ? next : next - t.intervalMs);
+      const next = t.next(from - 1) ?? from; // first grid tick at or after `from`
+      this.scheduleTick(slot, slot.job.initialDelayMs > 0 || next === from ? next : next - t.intervalMs);
     } else {
       this.scheduleTick(slot, now + slot.job.initialDelayMs);
     }
