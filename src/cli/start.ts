@@ -5,7 +5,7 @@
 import { parseArgs } from 'node:util';
 import { LeaseholdError } from '../errors.js';
 import { createLogger } from '../log/logger.js';
-import { normalizeJobs } from '../schedule/job.js';
+import { normalizeJobs, type JobDefinition } from '../schedule/job.js';
 import { createRunner } from '../runner/create.js';
 import { CONFIG, readConfig } from './config.js';
 import { loadJobsModule } from './load.js';
@@ -27,7 +27,8 @@ export async function runStart(args: string[]): Promise<number> {
   const config = readConfig(parseFlags(args), process.env);
   if (!config.jobs) throw new LeaseholdError('INVALID_CONFIG', 'start: --jobs <module> is required');
   const logger = createLogger({ level: config.logLevel });
-  const jobs = normalizeJobs(await loadJobsModule(config.jobs));
+  const jobs = await loadJobsModule(config.jobs);
+  normalizeJobs(jobs); // every check (including duplicate ids) before anything starts
   const runner = createRunner({
     logger,
     prefix: config.prefix,
@@ -35,7 +36,7 @@ export async function runStart(args: string[]): Promise<number> {
     ...(config.instanceId ? { instanceId: config.instanceId } : {}),
     ...(config.redisUrl ? { redisUrl: config.redisUrl } : {}),
   });
-  for (const job of jobs) runner.add(job);
+  for (const job of jobs) runner.add(job as JobDefinition);
   await runner.start();
 
   return new Promise<number>((resolve) => {

@@ -59,6 +59,9 @@ export function spawnLeasehold(args: string[], env: Record<string, string | unde
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.on('exit', (code, signal) => {
       children.delete(child);
+      setImmediate(() => {
+        for (const w of waiters.splice(0)) w();
+      });
       resolve({ code, signal });
     }),
   );
