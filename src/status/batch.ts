@@ -1,0 +1,172 @@
+/**
+ * One job's not-yet-written stats: run outcomes, skips and missed ticks merged into a
+ * bounded batch, and turned into what `record.lua` applies. Pure: no I/O.
+ * @module
+ */
+import type { RunEndedEvent, SkippedEvent } from '../runner/events.js';
+import type { RecordBatch } from '../redis/status-commands.js';
+
+/** Longest `lastError` (and run error) kept, in characters. */
+export const MAX_ERROR_LENGTH = 1_000;
+
+/** One entry of the recent-runs list (`<prefix>:{<jobId>}:runs`), as stored (JSON). */
+export interface RecentRun {
+  readonly outcome: string;
+  readonly instance: string;
+  /** ISO-8601. */
+  readonly scheduledAt: string;
+  /** ISO-8601. */
+  readonly startedAt: string;
+  readonly durationMs: number;
+  readonly error: string | null;
+  readonly fencingToken: number | null;
+  readonly manual: boolean;
+}
+
+/** ISO-8601 text of epoch ms, or '' for null. */
+export function iso(ms: number | null | undefined): string {
+  return ms === null || ms === undefined || !Number.isFinite(ms) ? '' : new Date(ms).toISOString();
+}
+
+function clip(text: string | undefined): string {
+  if (text === undefined) return '';
+  return text.length > MAX_ERROR_LENGTH ? `${text.slice(0, MAX_ERROR_LENGTH - 1)}…` : text;
+}
+
+function add(counters: Record<string, number>, field: string, n = 1): void {
+  counters[field] = (counters[field] ?? 0) + n;
+}
+
+const SKIP_FIELD = { overrun: 'overruns', claimed: 'skippedClaimed', paused: 'skippedPaused' } as const;
+
+/** A job's pending stats. Its size does not grow with the number of events merged. */
+export class JobBatch {
+  private init = false;
+  private createdAt: string | undefined;
+  private define: Record<string, string> | undefined;
+  private readonly incr: Record<string, number> = {};
+  private readonly set: Record<string, string> = {};
+  private last: { startedAt: number; fields: Record<string, string> } | undefined;
+  private successAtMs = -1;
+  private fails = 0;
+  private readonly instIncr: Record<string, number> = {};
+  private readonly instSet: Record<string, string> = {};
+  private instLast: Record<string, string> | undefined;
+  private readonly runs: string[] = [];
+  private empty = true;
+
+  /**
+   * @param instanceScoped - whether the job runs on every instance (keeps per-instance rows).
+   * @param runsCap - how many recent runs to keep (older ones are dropped when merging).
+   */
+  constructor(
+    private readonly instanceScoped: boolean,
+    private readonly runsCap: number,
+  ) {}
+
+  /** True when there is nothing to write. */
+  get isEmpty(): boolean {
+    return this.empty;
+  }
+
+  /** Asks for every field to be created (zeros and '') and the job's description to be written. */
+  initialize(define: Record<string, string>, createdAt: string): void {
+    this.init = true;
+    this.createdAt = createdAt;
+    this.define = { ...this.define, ...define };
+    this.empty = false;
+  }
+
+  /** Replaces description fields (scope, schedule ...). */
+  describe(define: Record<string, string>): void {
+    this.define = { ...this.define, ...define };
+    this.empty = false;
+  }
+
+  /** Sets a field of the stats hash (and of this instance's row with `alsoInstance`). */
+  setField(field: string, value: string, alsoInstance = false): void {
+    this.set[field] = value;
+    if (alsoInstance && this.instanceScoped) this.instSet[field] = value;
+    this.empty = false;
+  }
+
+  /** Adds a finished run. */
+  addRun(e: RunEndedEvent): void {
+    this.empty = false;
+    add(this.incr, 'runs');
+    add(this.incr, e.outcome);
+    if (e.outcome === 'succeeded') {
+      if (e.endedAt >= this.successAtMs) {
+        this.successAtMs = e.endedAt;
+        this.fails = 0;
+      }
+    } else if (e.outcome !== 'interrupted') {
+      this.fails += 1;
+    }
+    const error = clip(e.error);
+    const fields = {
+      lastOutcome: e.outcome,
+      lastError: error,
+      lastStartedAt: iso(e.startedAt),
+      lastDurationMs: String(Math.round(e.durationMs)),
+      lastInstance: e.instanceId,
+    };
+    if (!this.last || e.startedAt >= this.last.startedAt) this.last = { startedAt: e.startedAt, fields };
+    if (this.instanceScoped) {
+      add(this.instIncr, 'runs');
+      add(this.instIncr, e.outcome);
+      const { lastInstance: _ignored, ...own } = fields;
+      this.instLast = own;
+    }
+    const run: RecentRun = {
+      outcome: e.outcome,
+      instance: e.instanceId,
+      scheduledAt: iso(e.scheduledAt),
+      startedAt: iso(e.startedAt),
+      durationMs: Math.round(e.durationMs),
+      error: e.error === undefined ? null : error,
+      fencingToken: e.fencingToken ?? null,
+      manual: e.manual,
+    };
+    this.runs.push(JSON.stringify(run));
+    if (this.runs.length > this.runsCap) this.runs.splice(0, this.runs.length - this.runsCap);
+  }
+
+  /** Adds a start that did not happen. */
+  addSkip(e: SkippedEvent): void {
+    this.empty = false;
+    add(this.incr, 'skipped');
+    add(this.incr, SKIP_FIELD[e.reason]);
+    if (this.instanceScoped) {
+      add(this.instIncr, 'skipped');
+      if (e.reason === 'overrun') add(this.instIncr, 'overruns');
+    }
+  }
+
+  /** Adds ticks that no node ran. */
+  addMissed(count: number): void {
+    if (!(count > 0)) return;
+    this.empty = false;
+    add(this.incr, 'missed', Math.round(count));
+  }
+
+  /** What `record.lua` applies, with this node's instance id for per-instance rows. */
+  toRecord(instanceId: string): RecordBatch {
+    const out: RecordBatch = {};
+    if (this.init) {
+      out.init = true;
+      if (this.createdAt !== undefined) out.createdAt = this.createdAt;
+    }
+    if (this.define) out.define = this.define;
+    if (Object.keys(this.incr).length > 0) out.incr = this.incr;
+    if (this.last) out.last = this.last.fields;
+    if (this.successAtMs >= 0) out.successAt = iso(this.successAtMs);
+    if (this.fails > 0) out.fails = this.fails;
+    if (Object.keys(this.set).length > 0) out.set = this.set;
+    if (this.instanceScoped) {
+      out.inst = { id: instanceId, incr: this.instIncr, set: this.instSet, ...(this.instLast ? { last: this.instLast } : {}) };
+    }
+    if (this.runs.length > 0) out.runs = this.runs;
+    return out;
+  }
+}

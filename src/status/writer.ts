@@ -1,0 +1,242 @@
+/**
+ * The stats writer: a listener of the runner's events that merges outcomes, skips and
+ * missed ticks per job and writes them with one `record.lua` call per job per batch, at
+ * most every {@link FLUSH_MS}. While Redis is away the batches stay in memory (merged, so
+ * bounded by the number of jobs) and are retried with backoff; a batch is retried with
+ * the same sequence number until Redis acknowledges it, so it never counts twice.
+ * @module
+ */
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { RunnerCore } from '../runner/runner.js';
+import type { Keys } from '../redis/keys.js';
+import { recordScript, type RecordBatch } from '../redis/status-commands.js';
+import { JobBatch, iso } from './batch.js';
+import { describeJob } from './describe.js';
+
+/** Pause between two writes of a job's batch, in ms. */
+export const FLUSH_MS = 300;
+/** Longest wait between two attempts while Redis fails, in ms. */
+export const MAX_BACKOFF_MS = 2_000;
+/** Every job's fields are refreshed (created if absent, `seenAt`) this often, in ms. */
+export const TOUCH_MS = 60_000;
+/** Length of each job's recent-runs list. */
+export const RUNS_CAP = 50;
+/** How long the batches hash of a job outlives its last batch, in ms. */
+export const BATCHES_KEEP_MS = 7 * 24 * 3_600_000;
+
+/** What the writer needs of a runner. */
+export type WriterCore = Pick<RunnerCore, 'instanceId' | 'on' | 'jobs' | 'job' | 'now'>;
+
+/** What the writer has done, for tests and diagnostics. */
+export interface WriterCounts {
+  /** Batches Redis applied. */
+  applied: number;
+  /** Batches Redis had applied before (a retry after a lost reply). */
+  duplicates: number;
+  /** Failed attempts. */
+  failures: number;
+}
+
+/** Options of {@link StatsWriter}. */
+export interface StatsWriterOptions {
+  readonly core: WriterCore;
+  /** A `stats` connection. */
+  readonly redis: Redis;
+  readonly keys: Keys;
+  readonly logger: Logger;
+  /** Called with the ids of jobs seen for the first time (the registry adds them to the job set). */
+  readonly onNewJob?: (jobId: string) => void;
+}
+
+interface Slot {
+  readonly instanceScoped: boolean;
+  pending: JobBatch;
+  inflight: { seq: number; batch: RecordBatch } | undefined;
+  scheduleKey: string | undefined;
+  state: string;
+}
+
+/** Writes a runner's outcomes to Redis; see the module comment. */
+export class StatsWriter {
+  /** This writer's id in the batches hashes: the instance id and a random nonce per start. */
+  readonly writerId: string;
+  /** What the writer has done so far. */
+  readonly counts: WriterCounts = { applied: 0, duplicates: 0, failures: 0 };
+  private readonly slots = new Map<string, Slot>();
+  private readonly offs: Array<() => void> = [];
+  private seq = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private touchTimer: NodeJS.Timeout | undefined;
+  private cycling: Promise<void> | undefined;
+  private failures = 0;
+  private stopped = false;
+
+  constructor(private readonly opts: StatsWriterOptions) {
+    this.writerId = `${opts.core.instanceId}#${randomBytes(6).toString('hex')}`;
+    const core = opts.core;
+    this.offs.push(
+      core.on('runEnded', (e) => this.slot(e.jobId).pending.addRun(e)),
+      core.on('skipped', (e) => this.slot(e.jobId).pending.addSkip(e)),
+      core.on('missed', (e) => this.slot(e.jobId).pending.addMissed(e.count)),
+      core.on('scheduled', (e) => this.onScheduled(e.jobId, e.nextDueAt)),
+      core.on('jobState', (e) => this.onJobState(e.jobId, e.state, e.cause)),
+    );
+  }
+
+  /** Registers every job the runner has (fields created with zeros) and starts flushing. */
+  start(): void {
+    for (const view of this.opts.core.jobs()) this.slot(view.job.id);
+    this.arm(0);
+    this.touchTimer = setInterval(() => this.touch(), TOUCH_MS);
+    this.touchTimer.unref();
+  }
+
+  /** Number of jobs whose stats are not yet in Redis. */
+  get backlog(): number {
+    let n = 0;
+    for (const s of this.slots.values()) if (s.inflight || !s.pending.isEmpty) n++;
+    return n;
+  }
+
+  /** Writes what is pending now (and waits for it); resolves false if something is left. */
+  async flush(): Promise<boolean> {
+    await this.cycle();
+    return this.backlog === 0;
+  }
+
+  /**
+   * Stops listening and writes what is left, trying for at most `timeoutMs`.
+   * @returns the number of jobs whose stats could not be written (and are lost).
+   */
+  async stop(timeoutMs: number): Promise<number> {
+    this.stopped = true;
+    for (const off of this.offs.splice(0)) off();
+    if (this.timer) clearTimeout(this.timer);
+    if (this.touchTimer) clearInterval(this.touchTimer);
+    const deadline = Date.now() + timeoutMs;
+    while (this.backlog > 0 && Date.now() < deadline) {
+      const left = deadline - Date.now();
+      await Promise.race([this.cycle(), new Promise((r) => setTimeout(r, left).unref())]);
+      if (this.backlog > 0 && this.failures > 0) await new Promise((r) => setTimeout(r, Math.min(100, Math.max(0, deadline - Date.now()))));
+    }
+    const left = this.backlog;
+    if (left > 0) this.opts.logger.warn({ jobs: left }, 'stopping with stats of %d job(s) not written to Redis; they are lost', left);
+    return left;
+  }
+
+  private slot(jobId: string): Slot {
+    let s = this.slots.get(jobId);
+    if (s) return s;
+    const view = this.opts.core.job(jobId);
+    const instanceScoped = (view?.job.scope ?? 'instance') === 'instance';
+    s = { instanceScoped, pending: new JobBatch(instanceScoped, RUNS_CAP), inflight: undefined, scheduleKey: view?.schedule?.trigger.key, state: view?.state ?? 'ok' };
+    this.slots.set(jobId, s);
+    if (view) s.pending.initialize(describeJob(view), iso(this.opts.core.now()));
+    this.opts.onNewJob?.(jobId);
+    return s;
+  }
+
+  private onScheduled(jobId: string, nextDueAt: number | null): void {
+    const s = this.slot(jobId);
+    s.pending.setField('nextDueAt', iso(nextDueAt), true);
+    const view = this.opts.core.job(jobId);
+    const key = view?.schedule?.trigger.key;
+    if (view && key !== s.scheduleKey) {
+      s.scheduleKey = key;
+      s.pending.describe(describeJob(view));
+    }
+  }
+
+  private onJobState(jobId: string, state: string, cause: string | undefined): void {
+    const s = this.slot(jobId);
+    s.pending.setField('invalidCause', state === 'invalidSchedule' ? (cause ?? 'invalid schedule') : '');
+    if (state === 'ok' && s.state !== 'ok') s.pending.setField('resumedAt', iso(this.opts.core.now()));
+    s.state = state;
+    const view = this.opts.core.job(jobId);
+    if (view) s.pending.describe(describeJob(view));
+  }
+
+  private touch(): void {
+    const now = iso(this.opts.core.now());
+    for (const view of this.opts.core.jobs()) {
+      const s = this.slot(view.job.id);
+      s.pending.initialize(describeJob(view), now);
+    }
+  }
+
+  private arm(ms: number): void {
+    if (this.stopped) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.cycle().finally(() => {
+        this.arm(this.failures === 0 ? FLUSH_MS : Math.min(MAX_BACKOFF_MS, FLUSH_MS * 2 ** Math.min(this.failures, 8)));
+      });
+    }, ms);
+    this.timer.unref();
+  }
+
+  /** One round: every job with an unacknowledged or pending batch sends one batch. */
+  private cycle(): Promise<void> {
+    this.cycling ??= this.runCycle().finally(() => {
+      this.cycling = undefined;
+    });
+    return this.cycling;
+  }
+
+  private async runCycle(): Promise<void> {
+    if (this.opts.redis.status !== 'ready') {
+      if (this.backlog > 0) this.failed(new Error(`Redis connection is ${this.opts.redis.status}`));
+      return;
+    }
+    const sends: Array<Promise<void>> = [];
+    for (const [jobId, s] of this.slots) {
+      if (!s.inflight) {
+        if (s.pending.isEmpty) continue;
+        s.pending.setField('seenAt', iso(this.opts.core.now()));
+        s.inflight = { seq: ++this.seq, batch: s.pending.toRecord(this.opts.core.instanceId) };
+        s.pending = new JobBatch(s.instanceScoped, RUNS_CAP);
+      }
+      sends.push(this.send(jobId, s, s.inflight));
+    }
+    const results = await Promise.allSettled(sends);
+    const rejected = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (rejected) this.failed(rejected.reason);
+    else if (sends.length > 0) this.recovered();
+  }
+
+  private async send(jobId: string, s: Slot, inflight: { seq: number; batch: RecordBatch }): Promise<void> {
+    const k = this.opts.keys;
+    const applied = await recordScript(this.opts.redis, {
+      statsKey: k.stats(jobId),
+      instancesKey: k.instanceStats(jobId),
+      runsKey: k.runs(jobId),
+      batchesKey: k.batches(jobId),
+      writer: this.writerId,
+      seq: inflight.seq,
+      batch: inflight.batch,
+      runsCap: RUNS_CAP,
+      keepMs: BATCHES_KEEP_MS,
+    });
+    // Applied now, or by an earlier attempt whose reply was lost: either way it is in.
+    if (applied) this.counts.applied++;
+    else this.counts.duplicates++;
+    if (s.inflight === inflight) s.inflight = undefined;
+  }
+
+  private failed(err: unknown): void {
+    this.counts.failures++;
+    if (this.failures === 0) {
+      const message = err instanceof Error ? err.message : String(err);
+      this.opts.logger.warn({ error: message, jobs: this.backlog }, 'stats cannot be written to Redis (%s); keeping them in memory and retrying', message);
+    }
+    this.failures++;
+  }
+
+  private recovered(): void {
+    if (this.failures > 0) this.opts.logger.info({ attempts: this.failures }, 'stats are written to Redis again');
+    this.failures = 0;
+  }
+}

@@ -1,0 +1,323 @@
+/**
+ * The stats writer against a real redis-server (SPEC 5): the counters in Redis equal the
+ * events exactly, with many writers at once (connections and processes), across a stalled
+ * Redis (SIGSTOP: replies lost, batches retried) and a killed and restarted one (AOF).
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Redis } from 'ioredis';
+import { createRedis, whenReady } from '../src/redis/connection.js';
+import { keys as keyNames, type Keys } from '../src/redis/keys.js';
+import { Emitter, type RunOutcome, type SkipReason } from '../src/runner/events.js';
+import type { JobView } from '../src/runner/runner.js';
+import { normalizeJob } from '../src/schedule/job.js';
+import { StatsWriter, type WriterCore } from '../src/status/writer.js';
+import { memoryLogger } from './helpers/log.js';
+import { ROOT } from './helpers/node.js';
+import { startRedis, type TestRedis } from './helpers/redis.js';
+
+type Totals = Record<string, Record<string, number>>;
+
+const OUTCOMES: RunOutcome[] = ['succeeded', 'failed', 'timedOut', 'lockLost', 'interrupted'];
+const REASONS: SkipReason[] = ['overrun', 'claimed', 'paused'];
+const SKIP_FIELD = { overrun: 'overruns', claimed: 'skippedClaimed', paused: 'skippedPaused' } as const;
+
+/** A runner stand-in whose events the test emits. */
+class FakeCore implements WriterCore {
+  readonly emitter = new Emitter((err) => {
+    throw err;
+  });
+  private readonly views: Map<string, JobView>;
+  constructor(
+    readonly instanceId: string,
+    defs: Array<Record<string, unknown>>,
+  ) {
+    this.views = new Map(
+      defs.map((d) => {
+        const job = normalizeJob({ run: () => undefined, ...d });
+        return [job.id, { job, state: 'ok', invalidCause: undefined, schedule: undefined, nextDueAt: null, running: undefined }];
+      }),
+    );
+  }
+  on: WriterCore['on'] = (event, fn) => this.emitter.on(event, fn);
+  jobs(): JobView[] {
+    return [...this.views.values()];
+  }
+  job(id: string): JobView | undefined {
+    return this.views.get(id);
+  }
+  now(): number {
+    return Date.now();
+  }
+}
+
+/** Emits random events and tallies what Redis should end up with. */
+function emitRandom(core: FakeCore, jobIds: string[], n: number, totals: Totals, inst?: Totals): void {
+  const bump = (t: Totals, job: string, field: string, by = 1): void => {
+    const row = (t[job] ??= {});
+    row[field] = (row[field] ?? 0) + by;
+  };
+  for (let i = 0; i < n; i++) {
+    const jobId = jobIds[i % jobIds.length] as string;
+    const t = Date.now();
+    const r = Math.random();
+    if (r < 0.7) {
+      const outcome = OUTCOMES[Math.floor(Math.random() * OUTCOMES.length)] as RunOutcome;
+      core.emitter.emit('runEnded', {
+        jobId, runId: `${core.instanceId}-${i}`, scope: core.job(jobId)?.job.scope ?? 'instance', instanceId: core.instanceId,
+        scheduledAt: t, startedAt: t, lagMs: 0, fencingToken: undefined, manual: false,
+        outcome, endedAt: t, durationMs: 3, error: outcome === 'succeeded' ? undefined : 'boom', cause: undefined,
+      });
+      bump(totals, jobId, 'runs');
+      bump(totals, jobId, outcome);
+      if (inst) {
+        bump(inst, jobId, 'runs');
+        bump(inst, jobId, outcome);
+      }
+    } else if (r < 0.9) {
+      const reason = REASONS[Math.floor(Math.random() * REASONS.length)] as SkipReason;
+      core.emitter.emit('skipped', { jobId, scope: 'instance', instanceId: core.instanceId, reason, scheduledAt: t, at: t });
+      bump(totals, jobId, 'skipped');
+      bump(totals, jobId, SKIP_FIELD[reason]);
+    } else {
+      core.emitter.emit('missed', { jobId, count: 3, afterTick: t, beforeTick: t });
+      bump(totals, jobId, 'missed', 3);
+    }
+  }
+}
+
+function merge(into: Totals, from: Totals): void {
+  for (const [job, row] of Object.entries(from)) {
+    for (const [f, v] of Object.entries(row)) {
+      const r = (into[job] ??= {});
+      r[f] = (r[f] ?? 0) + v;
+    }
+  }
+}
+
+async function assertTotals(redis: Redis, k: Keys, totals: Totals): Promise<void> {
+  for (const [job, row] of Object.entries(totals)) {
+    const stats = await redis.hgetall(k.stats(job));
+    for (const field of ['runs', ...OUTCOMES, 'skipped', 'overruns', 'skippedClaimed', 'skippedPaused', 'missed']) {
+      assert.equal(Number(stats[field] ?? 'absent'), row[field] ?? 0, `${job}.${field}`);
+    }
+  }
+}
+
+describe('stats writer', () => {
+  let server: TestRedis;
+  let admin: Redis;
+  let n = 0;
+  const prefix = () => `writer-test-${++n}`;
+  const conn = async (timeoutMs = 500): Promise<Redis> => {
+    const c = createRedis({ url: server.url, role: 'stats', commandTimeoutMs: timeoutMs });
+    c.on('error', () => undefined);
+    await whenReady(c, 5_000);
+    return c;
+  };
+
+  before(async () => {
+    server = await startRedis({ appendonly: true, args: ['--appendfsync', 'always'] });
+    admin = server.client();
+    admin.on('error', () => undefined); // Redis is killed on purpose below
+  });
+  after(async () => {
+    await server.stop();
+  });
+
+  it('writes every field with zeros at registration, then the exact counts', async () => {
+    const p = prefix();
+    const k = keyNames(p);
+    const core = new FakeCore('node-a', [
+      { id: 'inst-job', fixedRate: '1s' },
+      { id: 'inst-all', scope: 'installation', cron: '0 */5 * * * *', zone: 'Europe/Berlin', description: 'cleans up' },
+    ]);
+    const redis = await conn();
+    const writer = new StatsWriter({ core, redis, keys: k, logger: memoryLogger().logger });
+    writer.start();
+    assert.equal(await writer.flush(), true);
+    const fresh = await admin.hgetall(k.stats('inst-all'));
+    for (const f of ['runs', 'succeeded', 'failed', 'timedOut', 'lockLost', 'interrupted', 'overruns', 'skipped', 'missed']) assert.equal(fresh[f], '0', f);
+    for (const f of ['lastOutcome', 'lastError', 'lastStartedAt', 'lastDurationMs', 'lastInstance', 'nextDueAt']) assert.equal(fresh[f], '', f);
+    assert.equal(fresh['scope'], 'installation');
+    assert.equal(fresh['scheduleKind'], 'cron');
+    assert.equal(fresh['schedule'], '0 */5 * * * *');
+    assert.equal(fresh['zone'], 'Europe/Berlin');
+    assert.equal(fresh['description'], 'cleans up');
+    assert.equal((await admin.hgetall(k.instanceStats('inst-job')))['node-a.runs'], '0');
+
+    core.emitter.emit('scheduled', { jobId: 'inst-job', nextDueAt: Date.UTC(2030, 0, 1) });
+    core.emitter.emit('jobState', { jobId: 'inst-all', state: 'invalidSchedule', cause: 'cron: hour 25 out of range' });
+    const t = Date.UTC(2026, 2, 1, 10);
+    core.emitter.emit('runEnded', {
+      jobId: 'inst-job', runId: 'r1', scope: 'instance', instanceId: 'node-a', scheduledAt: t - 5, startedAt: t, lagMs: 5,
+      fencingToken: undefined, manual: false, outcome: 'failed', endedAt: t + 42, durationMs: 42, error: 'upstream said no', cause: undefined,
+    });
+    assert.equal(await writer.flush(), true);
+    const s = await admin.hgetall(k.stats('inst-job'));
+    assert.equal(s['runs'], '1');
+    assert.equal(s['failed'], '1');
+    assert.equal(s['streak'], '1');
+    assert.equal(s['lastOutcome'], 'failed');
+    assert.equal(s['lastError'], 'upstream said no');
+    assert.equal(s['lastStartedAt'], '2026-03-01T10:00:00.000Z');
+    assert.equal(s['lastDurationMs'], '42');
+    assert.equal(s['lastInstance'], 'node-a');
+    assert.equal(s['nextDueAt'], '2030-01-01T00:00:00.000Z');
+    const inst = await admin.hgetall(k.instanceStats('inst-job'));
+    assert.equal(inst['node-a.runs'], '1');
+    assert.equal(inst['node-a.lastOutcome'], 'failed');
+    assert.equal(inst['node-a.nextDueAt'], '2030-01-01T00:00:00.000Z');
+    const runs = (await admin.lrange(k.runs('inst-job'), 0, -1)).map((r) => JSON.parse(r) as Record<string, unknown>);
+    assert.deepEqual(runs, [{
+      outcome: 'failed', instance: 'node-a', scheduledAt: '2026-03-01T09:59:59.995Z', startedAt: '2026-03-01T10:00:00.000Z',
+      durationMs: 42, error: 'upstream said no', fencingToken: null, manual: false,
+    }]);
+    assert.equal(await admin.hget(k.stats('inst-all'), 'invalidCause'), 'cron: hour 25 out of range');
+    core.emitter.emit('jobState', { jobId: 'inst-all', state: 'ok', cause: undefined });
+    await writer.flush();
+    assert.equal(await admin.hget(k.stats('inst-all'), 'invalidCause'), '');
+    await writer.stop(1_000);
+    await redis.quit();
+  });
+
+  it('many writers on their own connections: counters equal the events exactly', async () => {
+    const p = prefix();
+    const k = keyNames(p);
+    const jobIds = ['a', 'b', 'c'];
+    const totals: Totals = {};
+    const writers = await Promise.all(
+      Array.from({ length: 6 }, async (_, i) => {
+        const core = new FakeCore(`node-${i}`, jobIds.map((id) => ({ id, fixedRate: '1s' })));
+        const redis = await conn();
+        const writer = new StatsWriter({ core, redis, keys: k, logger: memoryLogger().logger });
+        writer.start();
+        return { core, redis, writer, inst: {} as Totals };
+      }),
+    );
+    for (let round = 0; round < 10; round++) {
+      for (const w of writers) emitRandom(w.core, jobIds, 200, totals, w.inst);
+      await sleep(Math.random() * 200);
+    }
+    for (const w of writers) assert.equal(await w.writer.stop(5_000), 0);
+    await assertTotals(admin, k, totals);
+    for (const [i, w] of writers.entries()) {
+      for (const job of jobIds) {
+        const row = await admin.hgetall(k.instanceStats(job));
+        assert.equal(Number(row[`node-${i}.runs`]), w.inst[job]?.['runs'] ?? 0);
+        assert.equal(Number(row[`node-${i}.succeeded`]), w.inst[job]?.['succeeded'] ?? 0);
+      }
+      await w.redis.quit();
+    }
+  });
+
+  it('writers in separate processes: counters equal the events exactly', async () => {
+    const p = prefix();
+    const k = keyNames(p);
+    const jobIds = ['x', 'y'];
+    const run = (i: number) =>
+      new Promise<{ left: number; expected: Totals }>((resolve, reject) => {
+        const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/jobs-status-writer.mjs'], {
+          cwd: ROOT,
+          env: { ...process.env, REDIS_URL: server.url, PREFIX: p, JOBS: jobIds.join(','), COUNT: '1500', INSTANCE: `proc-${i}` },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        let out = '';
+        let err = '';
+        child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+        child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+        child.on('exit', (code) => {
+          if (code !== 0) reject(new Error(`writer process ${i} exited ${code}: ${err}`));
+          else resolve(JSON.parse(out.trim()) as { left: number; expected: Totals });
+        });
+      });
+    const results = await Promise.all([0, 1, 2, 3].map(run));
+    const totals: Totals = {};
+    for (const r of results) {
+      assert.equal(r.left, 0);
+      merge(totals, r.expected);
+    }
+    await assertTotals(admin, k, totals);
+  });
+
+  it('a stalled Redis: replies are lost, batches retried, nothing counted twice or lost', async () => {
+    const p = prefix();
+    const k = keyNames(p);
+    const { logger, lines } = memoryLogger();
+    const core = new FakeCore('stall', [{ id: 's1', fixedRate: '1s' }, { id: 's2', fixedRate: '1s' }]);
+    const redis = await conn(300);
+    const writer = new StatsWriter({ core, redis, keys: k, logger });
+    writer.start();
+    const totals: Totals = {};
+    emitRandom(core, ['s1', 's2'], 300, totals);
+    await writer.flush();
+    emitRandom(core, ['s1', 's2'], 300, totals);
+    // Freeze Redis while this batch is on its way: it lands when Redis wakes, but its reply
+    // comes after the command timed out, so the writer sends it again.
+    server.pause();
+    const flushing = writer.flush();
+    emitRandom(core, ['s1', 's2'], 300, totals);
+    assert.equal(await flushing, false, 'not acknowledged while Redis is frozen');
+    await sleep(700);
+    emitRandom(core, ['s1', 's2'], 300, totals);
+    server.resume();
+    for (let i = 0; i < 50 && writer.backlog > 0; i++) await sleep(100);
+    assert.equal(writer.backlog, 0);
+    assert.ok(writer.counts.duplicates >= 1, `a retried batch was recognised: ${JSON.stringify(writer.counts)}`);
+    await assertTotals(admin, k, totals);
+    assert.ok(lines.some((l) => String(l['msg']).includes('keeping them in memory')), 'the outage was logged');
+    assert.ok(lines.some((l) => String(l['msg']).includes('written to Redis again')), 'the recovery was logged');
+    await writer.stop(1_000);
+    await redis.quit();
+  });
+
+  it('Redis killed and restarted (AOF): counts kept in memory are written when it returns', async () => {
+    const p = prefix();
+    const k = keyNames(p);
+    const core = new FakeCore('restart', [{ id: 'r1', fixedRate: '1s' }]);
+    const redis = await conn(300);
+    const writer = new StatsWriter({ core, redis, keys: k, logger: memoryLogger().logger });
+    writer.start();
+    const totals: Totals = {};
+    emitRandom(core, ['r1'], 500, totals);
+    assert.equal(await writer.flush(), true);
+    await server.kill();
+    for (let i = 0; i < 5; i++) {
+      emitRandom(core, ['r1'], 500, totals);
+      await sleep(200);
+    }
+    assert.ok(writer.backlog > 0);
+    await server.restart();
+    for (let i = 0; i < 100 && writer.backlog > 0; i++) await sleep(100);
+    assert.equal(writer.backlog, 0);
+    await assertTotals(admin, k, totals);
+    const runs = await admin.llen(k.runs('r1'));
+    assert.equal(runs, 50, 'the recent-runs list stays capped');
+    await writer.stop(1_000);
+    await redis.quit();
+  });
+
+  it('stop() gives up after its bound when Redis is away, and says so', async () => {
+    const p = prefix();
+    const k = keyNames(p);
+    const { logger, lines } = memoryLogger();
+    const core = new FakeCore('gone', [{ id: 'g1', fixedRate: '1s' }]);
+    const redis = await conn(200);
+    const writer = new StatsWriter({ core, redis, keys: k, logger });
+    writer.start();
+    await writer.flush();
+    server.pause();
+    try {
+      emitRandom(core, ['g1'], 10, {});
+      const t0 = Date.now();
+      assert.equal(await writer.stop(600), 1);
+      assert.ok(Date.now() - t0 < 1_500, 'bounded');
+      assert.ok(lines.some((l) => String(l['msg']).includes('not written to Redis')));
+    } finally {
+      server.resume();
+    }
+    redis.disconnect();
+  });
+});
