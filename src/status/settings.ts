@@ -1,0 +1,129 @@
+/**
+ * The settings source backed by the hash `<prefix>:settings` (SPEC 6): fields
+ * `<jobId>.paused`, `.cron`, `.zone`, `.fixedRate`, `.fixedDelay`, `.timeout`, `.lease`.
+ * The hash is read every {@link SETTINGS_POLL_MS} (and at once on a control message); the
+ * runner reads the last values synchronously from memory, so a slow or absent Redis never
+ * blocks it, and the last known settings stay in force. Jobs whose fields changed are
+ * handed to `onChange` (the runner's `refresh`).
+ * @module
+ */
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { SettingsSource } from '../runner/runner.js';
+import type { JobOverrides } from '../schedule/trigger.js';
+
+/** The settings hash is read this often, in ms. */
+export const SETTINGS_POLL_MS = 500;
+
+/** The per-job fields of the settings hash. */
+export const SETTING_FIELDS = ['paused', 'cron', 'zone', 'fixedRate', 'fixedDelay', 'timeout', 'lease'] as const;
+/** One of {@link SETTING_FIELDS}. */
+export type SettingField = (typeof SETTING_FIELDS)[number];
+
+const FIELDS = new Set<string>(SETTING_FIELDS);
+
+/** Splits the settings hash into overrides per job id; unknown fields are left out. */
+export function parseSettings(hash: Record<string, string>): Map<string, JobOverrides> {
+  const out = new Map<string, Record<string, string>>();
+  for (const [field, value] of Object.entries(hash)) {
+    const dot = field.lastIndexOf('.');
+    if (dot <= 0) continue;
+    const name = field.slice(dot + 1);
+    if (!FIELDS.has(name)) continue;
+    const jobId = field.slice(0, dot);
+    let o = out.get(jobId);
+    if (!o) out.set(jobId, (o = {}));
+    o[name] = value;
+  }
+  return out as Map<string, JobOverrides>;
+}
+
+function same(a: JobOverrides | undefined, b: JobOverrides | undefined): boolean {
+  for (const f of SETTING_FIELDS) if (a?.[f] !== b?.[f]) return false;
+  return true;
+}
+
+/** Options of {@link RedisSettings}. */
+export interface RedisSettingsOptions {
+  /** A `stats` connection. */
+  readonly redis: Redis;
+  /** `<prefix>:settings`. */
+  readonly key: string;
+  readonly logger: Logger;
+  /** Called with each job id whose settings changed. */
+  readonly onChange: (jobId: string) => void;
+}
+
+/** A {@link SettingsSource} over the settings hash; see the module comment. */
+export class RedisSettings implements SettingsSource {
+  private values = new Map<string, JobOverrides>();
+  private timer: NodeJS.Timeout | undefined;
+  private loading: Promise<boolean> | undefined;
+  private again = false;
+  private failing = false;
+
+  constructor(private readonly opts: RedisSettingsOptions) {}
+
+  /** The last known overrides of a job; never blocks, never throws. */
+  get(jobId: string): JobOverrides {
+    return this.values.get(jobId) ?? {};
+  }
+
+  /** Reads the hash now (once more after a read in flight); resolves false when Redis failed. */
+  load(): Promise<boolean> {
+    if (this.loading) {
+      this.again = true;
+      return this.loading;
+    }
+    this.loading = this.read().finally(() => {
+      this.loading = undefined;
+      if (this.again) {
+        this.again = false;
+        void this.load();
+      }
+    });
+    return this.loading;
+  }
+
+  /** Starts polling. */
+  start(): void {
+    this.timer ??= setInterval(() => void this.load(), SETTINGS_POLL_MS);
+    this.timer.unref();
+  }
+
+  /** Stops polling. */
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.loading;
+  }
+
+  private async read(): Promise<boolean> {
+    if (this.opts.redis.status !== 'ready') return false;
+    let hash: Record<string, string>;
+    try {
+      hash = await this.opts.redis.hgetall(this.opts.key);
+    } catch (err) {
+      if (!this.failing) {
+        this.opts.logger.debug({ error: err instanceof Error ? err.message : String(err) }, 'reading the settings hash failed; keeping the last known settings');
+      }
+      this.failing = true;
+      return false;
+    }
+    this.failing = false;
+    const next = parseSettings(hash);
+    const previous = this.values;
+    this.values = next;
+    const changed = new Set<string>();
+    for (const [id, o] of next) if (!same(o, previous.get(id))) changed.add(id);
+    for (const [id, o] of previous) if (!next.has(id) && !same(o, undefined)) changed.add(id);
+    for (const id of changed) {
+      try {
+        this.opts.onChange(id);
+      } catch (err) {
+        this.opts.logger.error({ err, jobId: id }, 'applying new settings of %s failed', id);
+      }
+    }
+    return true;
+  }
+}
