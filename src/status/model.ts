@@ -1,0 +1,294 @@
+/**
+ * The cluster's status as `GET /manage/jobs` and `leasehold status --json` return it, built
+ * only from what is in Redis (and Redis's clock), so every node computes the same answer.
+ * Pure: the raw hashes in, the model out.
+ * @module
+ */
+import type { RecentRun } from './batch.js';
+import { SETTING_FIELDS } from './settings.js';
+
+/** Counters of a job's stats hash, by name. */
+export const JOB_COUNTERS = [
+  'runs', 'succeeded', 'failed', 'timedOut', 'lockLost', 'interrupted',
+  'overruns', 'skipped', 'skippedClaimed', 'skippedPaused', 'missed',
+] as const;
+/** Counters of a job's per-instance rows. */
+export const INSTANCE_COUNTERS = ['runs', 'succeeded', 'failed', 'timedOut', 'lockLost', 'interrupted', 'overruns', 'skipped'] as const;
+
+/** A job's state in the status. */
+export const StatusStates = { ok: 'ok', degraded: 'degraded', invalidSchedule: 'invalidSchedule', paused: 'paused' } as const;
+/** One of {@link StatusStates}. */
+export type StatusState = (typeof StatusStates)[keyof typeof StatusStates];
+
+/** Default length of a failing streak that makes a job degraded. */
+export const DEFAULT_FAILING_STREAK = 3;
+/** A job counts as active (run by some live node) when a node wrote its stats this recently, in ms. */
+export const ACTIVE_WITHIN_MS = 3 * 60_000;
+/** Slack added to "no successful run for 3 intervals", besides the last run's duration, in ms. */
+export const NO_SUCCESS_SLACK_MS = 2_000;
+
+type Counters<K extends string> = { [P in K]: number };
+
+/** A job's schedule as the nodes last described it. */
+export interface ScheduleStatus {
+  readonly kind: 'cron' | 'fixedRate' | 'fixedDelay' | null;
+  /** The cron expression, or the period (`10s`). */
+  readonly expression: string | null;
+  /** The cron's zone; null for fixed schedules. */
+  readonly zone: string | null;
+  /** The nominal interval in ms. */
+  readonly intervalMs: number | null;
+}
+
+/** The holder of an installation job's lease. */
+export interface LeaseStatus {
+  readonly holder: string;
+  /** ISO-8601 time of the claim. */
+  readonly since: string | null;
+  readonly fencingToken: number | null;
+  /** Remaining time to live in ms; null when the key has no TTL. */
+  readonly ttlMs: number | null;
+  /** The raw lease value. */
+  readonly value: string;
+}
+
+/** One instance's row of an instance job. */
+export interface InstanceRow extends Counters<(typeof INSTANCE_COUNTERS)[number]> {
+  readonly instanceId: string;
+  /** Whether the instance's heartbeat is alive. */
+  readonly live: boolean;
+  readonly lastOutcome: string | null;
+  readonly lastError: string | null;
+  readonly lastStartedAt: string | null;
+  readonly lastDurationMs: number | null;
+  readonly nextDueAt: string | null;
+}
+
+/** One job in the status. */
+export interface JobStatus extends Counters<(typeof JOB_COUNTERS)[number]> {
+  readonly id: string;
+  readonly scope: 'instance' | 'installation' | null;
+  readonly description: string | null;
+  readonly schedule: ScheduleStatus;
+  readonly state: StatusState;
+  readonly invalidCause: string | null;
+  /** Why the job is degraded (also the invalid schedule's cause); empty when it is not. */
+  readonly degradedReasons: string[];
+  /** Whether some node wrote its stats within {@link ACTIVE_WITHIN_MS} (a job no node runs any more is inactive). */
+  readonly active: boolean;
+  /** Consecutive unsuccessful runs (failed, timedOut, lockLost) since the last success. */
+  readonly streak: number;
+  readonly lastOutcome: string | null;
+  readonly lastError: string | null;
+  readonly lastStartedAt: string | null;
+  readonly lastDurationMs: number | null;
+  readonly lastInstance: string | null;
+  readonly lastSuccessAt: string | null;
+  readonly nextDueAt: string | null;
+  /** When the job was first registered. */
+  readonly createdAt: string | null;
+  /** The job's fields in the settings hash (`paused`, `cron`, ...). */
+  readonly settings: Record<string, string>;
+  /** Installation jobs: who holds the lease now; null when nobody does. */
+  readonly lease: LeaseStatus | null;
+  /** Instance jobs: one row per instance that ran or scheduled it. */
+  readonly instances: InstanceRow[];
+}
+
+/** One live node. */
+export interface InstanceStatus {
+  readonly id: string;
+  readonly host: string | null;
+  readonly pid: number | null;
+  readonly version: string | null;
+  readonly startedAt: string | null;
+  readonly lastSeenAt: string | null;
+  readonly jobs: number | null;
+}
+
+/** `GET /manage/jobs`. */
+export interface ClusterStatus {
+  /** Redis time of the read, ISO-8601. */
+  readonly generatedAt: string;
+  readonly jobs: JobStatus[];
+  readonly instances: InstanceStatus[];
+}
+
+/** `GET /manage/jobs/:id`: one job with its recent runs, newest first. */
+export interface JobDetail extends JobStatus {
+  readonly recentRuns: RecentRun[];
+}
+
+/** What Redis holds about one job. */
+export interface RawJob {
+  readonly id: string;
+  readonly stats: Record<string, string>;
+  readonly instanceFields: Record<string, string>;
+  readonly settings: Record<string, string>;
+  readonly lease: string | null;
+  readonly leasePttl: number | null;
+}
+
+/** How to judge health. */
+export interface ModelContext {
+  /** Redis time, epoch ms. */
+  readonly nowMs: number;
+  /** Ids of instances whose heartbeat is alive. */
+  readonly live: ReadonlySet<string>;
+  /** Streak length from which a job is degraded. */
+  readonly failingStreak: number;
+}
+
+function text(v: string | undefined): string | null {
+  return v === undefined || v === '' ? null : v;
+}
+
+function num(v: string | undefined): number | null {
+  if (v === undefined || v === '') return null;
+  const n = Number(v);
+  return Number.isFinite(n) ? n : null;
+}
+
+function count(v: string | undefined): number {
+  return num(v) ?? 0;
+}
+
+function time(v: string | undefined): number | null {
+  if (!v) return null;
+  const t = Date.parse(v);
+  return Number.isNaN(t) ? null : t;
+}
+
+function duration(ms: number): string {
+  if (ms >= 3_600_000) return `${(ms / 3_600_000).toFixed(1)}h`;
+  if (ms >= 60_000) return `${(ms / 60_000).toFixed(1)}m`;
+  return `${(ms / 1000).toFixed(1)}s`;
+}
+
+const LEASE_VALUE = /^(.*) since (\S+) tick \S+ token (\d+)$/;
+
+/** Parses a lease value (`<holder> since <ISO> tick <ISO> token <n>`). */
+export function parseLease(value: string, pttl: number | null): LeaseStatus {
+  const m = LEASE_VALUE.exec(value);
+  return {
+    holder: m?.[1] ?? value,
+    since: m?.[2] ?? null,
+    fencingToken: m?.[3] === undefined ? null : Number(m[3]),
+    ttlMs: pttl === null || pttl < 0 ? null : pttl,
+    value,
+  };
+}
+
+/** Groups `<instanceId>.<field>` fields into rows. */
+export function instanceRows(fields: Record<string, string>, live: ReadonlySet<string>): InstanceRow[] {
+  const by = new Map<string, Record<string, string>>();
+  for (const [f, v] of Object.entries(fields)) {
+    const dot = f.lastIndexOf('.');
+    if (dot <= 0) continue;
+    const id = f.slice(0, dot);
+    let row = by.get(id);
+    if (!row) by.set(id, (row = {}));
+    row[f.slice(dot + 1)] = v;
+  }
+  return [...by].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([id, r]) => ({
+    instanceId: id,
+    live: live.has(id),
+    runs: count(r['runs']),
+    succeeded: count(r['succeeded']),
+    failed: count(r['failed']),
+    timedOut: count(r['timedOut']),
+    lockLost: count(r['lockLost']),
+    interrupted: count(r['interrupted']),
+    overruns: count(r['overruns']),
+    skipped: count(r['skipped']),
+    lastOutcome: text(r['lastOutcome']),
+    lastError: text(r['lastError']),
+    lastStartedAt: text(r['lastStartedAt']),
+    lastDurationMs: num(r['lastDurationMs']),
+    nextDueAt: text(r['nextDueAt']),
+  }));
+}
+
+/** Why a job is degraded, from its stats; see SPEC 5 (failing streak, no success for 3 intervals). */
+export function degradedReasons(stats: Record<string, string>, ctx: ModelContext): string[] {
+  const reasons: string[] = [];
+  const streak = count(stats['streak']);
+  if (streak >= ctx.failingStreak) reasons.push(`failing streak: the last ${streak} runs were unsuccessful (threshold ${ctx.failingStreak})`);
+  const interval = num(stats['intervalMs']);
+  const baseline = Math.max(time(stats['lastSuccessAt']) ?? -Infinity, time(stats['createdAt']) ?? -Infinity, time(stats['resumedAt']) ?? -Infinity);
+  if (interval !== null && interval > 0 && Number.isFinite(baseline)) {
+    const since = ctx.nowMs - baseline;
+    if (since > 3 * interval + (num(stats['lastDurationMs']) ?? 0) + NO_SUCCESS_SLACK_MS) {
+      const what = stats['lastSuccessAt'] ? 'no successful run' : 'never a successful run';
+      reasons.push(`${what} for ${duration(since)}, more than 3 intervals of ${duration(interval)}`);
+    }
+  }
+  return reasons;
+}
+
+/** Builds one job's status. */
+export function jobStatus(raw: RawJob, ctx: ModelContext): JobStatus {
+  const s = raw.stats;
+  const invalidCause = text(s['invalidCause']);
+  const paused = raw.settings['paused']?.trim().toLowerCase() === 'true';
+  let reasons = invalidCause ? [`invalid schedule: ${invalidCause}`] : paused ? [] : degradedReasons(s, ctx);
+  const state: StatusState = invalidCause ? 'invalidSchedule' : paused ? 'paused' : reasons.length > 0 ? 'degraded' : 'ok';
+  if (state === 'paused') reasons = [];
+  const scope = s['scope'] === 'instance' || s['scope'] === 'installation' ? s['scope'] : null;
+  const kind = s['scheduleKind'] === 'cron' || s['scheduleKind'] === 'fixedRate' || s['scheduleKind'] === 'fixedDelay' ? s['scheduleKind'] : null;
+  const instances = scope === 'installation' ? [] : instanceRows(raw.instanceFields, ctx.live);
+  let nextDueAt = text(s['nextDueAt']);
+  if (scope === 'instance') {
+    const due = instances.filter((r) => r.live && r.nextDueAt).map((r) => r.nextDueAt as string).sort();
+    if (due.length > 0) nextDueAt = due[0] ?? nextDueAt;
+  }
+  const seenAt = time(s['seenAt']);
+  const counters = {} as Counters<(typeof JOB_COUNTERS)[number]>;
+  for (const c of JOB_COUNTERS) counters[c] = count(s[c]);
+  return {
+    id: raw.id,
+    scope,
+    description: text(s['description']),
+    schedule: { kind, expression: text(s['schedule']), zone: text(s['zone']), intervalMs: num(s['intervalMs']) },
+    state,
+    invalidCause,
+    degradedReasons: reasons,
+    active: seenAt !== null && ctx.nowMs - seenAt <= ACTIVE_WITHIN_MS,
+    ...counters,
+    streak: count(s['streak']),
+    lastOutcome: text(s['lastOutcome']),
+    lastError: text(s['lastError']),
+    lastStartedAt: text(s['lastStartedAt']),
+    lastDurationMs: num(s['lastDurationMs']),
+    lastInstance: text(s['lastInstance']),
+    lastSuccessAt: text(s['lastSuccessAt']),
+    nextDueAt,
+    createdAt: text(s['createdAt']),
+    settings: raw.settings,
+    lease: raw.lease === null ? null : parseLease(raw.lease, raw.leasePttl),
+    instances,
+  };
+}
+
+/** A job's fields in the settings hash, by name. */
+export function jobSettings(settings: Record<string, string>, jobId: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const f of SETTING_FIELDS) {
+    const v = settings[`${jobId}.${f}`];
+    if (v !== undefined) out[f] = v;
+  }
+  return out;
+}
+
+/** Builds an instance's entry from its heartbeat hash. */
+export function instanceStatus(id: string, h: Record<string, string>): InstanceStatus {
+  return {
+    id,
+    host: text(h['host']),
+    pid: num(h['pid']),
+    version: text(h['version']),
+    startedAt: text(h['startedAt']),
+    lastSeenAt: text(h['lastSeenAt']),
+    jobs: num(h['jobs']),
+  };
+}

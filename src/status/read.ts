@@ -1,0 +1,165 @@
+/**
+ * Reads the cluster's status straight from Redis in two pipelined round trips, whatever the
+ * number of jobs: first the job set, the settings hash, the instance set and Redis time;
+ * then every job's stats, per-instance rows and lease, and every instance's heartbeat.
+ * @module
+ */
+import type { ChainableCommander, Redis } from 'ioredis';
+import { ErrorCodes, LeaseholdError } from '../errors.js';
+import type { Keys } from '../redis/keys.js';
+import type { RecentRun } from './batch.js';
+import {
+  DEFAULT_FAILING_STREAK,
+  instanceStatus,
+  jobSettings,
+  jobStatus,
+  type ClusterStatus,
+  type InstanceStatus,
+  type JobDetail,
+  type ModelContext,
+} from './model.js';
+
+/** Options of the readers. */
+export interface ReadOptions {
+  /** Streak length from which a job is degraded (default {@link DEFAULT_FAILING_STREAK}). */
+  readonly failingStreak?: number;
+}
+
+type Reply = [Error | null, unknown];
+
+async function exec(p: ChainableCommander): Promise<unknown[]> {
+  let replies: Reply[] | null;
+  try {
+    replies = (await p.exec()) as Reply[] | null;
+  } catch (err) {
+    throw new LeaseholdError(ErrorCodes.REDIS_ERROR, `reading the status from Redis failed: ${(err as Error).message}`, { cause: err });
+  }
+  if (!replies) throw new LeaseholdError(ErrorCodes.REDIS_ERROR, 'reading the status from Redis failed: no reply');
+  return replies.map(([err, value]) => {
+    if (!err) return value;
+    // A key of the wrong type (an operator's mistake) reads as empty; anything else is Redis failing.
+    if (err.name === 'ReplyError' && /^WRONGTYPE/.test(err.message)) return null;
+    throw new LeaseholdError(ErrorCodes.REDIS_ERROR, `reading the status from Redis failed: ${err.message}`, { cause: err });
+  });
+}
+
+function hash(v: unknown): Record<string, string> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, string>) : {};
+}
+
+function strings(v: unknown): string[] {
+  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
+}
+
+function redisTime(v: unknown): number {
+  const [s, us] = strings(v);
+  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+}
+
+/** Job ids as `defineJob` accepts them; anything else in the job set (an operator's typo) is left out. */
+const JOB_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const INSTANCE_ID = /^[^{}\s]{1,128}$/;
+
+function byId(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+interface Base {
+  nowMs: number;
+  jobIds: string[];
+  settings: Record<string, string>;
+  members: string[];
+}
+
+async function readBase(redis: Redis, keys: Keys, jobId?: string): Promise<Base> {
+  const p = redis.pipeline().time().zrange(keys.instances, 0, -1);
+  if (jobId === undefined) p.smembers(keys.jobs).hgetall(keys.settings);
+  else p.sismember(keys.jobs, jobId).hgetall(keys.settings);
+  const [time, members, jobs, settings] = await exec(p);
+  const jobIds = jobId === undefined ? strings(jobs).filter((id) => JOB_ID.test(id)).sort(byId) : jobs === 1 ? [jobId] : [];
+  return { nowMs: redisTime(time), members: strings(members).filter((id) => INSTANCE_ID.test(id)), jobIds, settings: hash(settings) };
+}
+
+function queueJob(p: ChainableCommander, keys: Keys, id: string): void {
+  p.hgetall(keys.stats(id)).hgetall(keys.instanceStats(id)).get(keys.lease(id)).pttl(keys.lease(id));
+}
+
+function liveInstances(members: string[], replies: unknown[]): { live: Set<string>; instances: InstanceStatus[] } {
+  const live = new Set<string>();
+  const instances: InstanceStatus[] = [];
+  members.forEach((id, i) => {
+    const h = hash(replies[i]);
+    if (Object.keys(h).length === 0) return; // the heartbeat expired: the node is gone
+    live.add(id);
+    instances.push(instanceStatus(id, h));
+  });
+  instances.sort((a, b) => byId(a.id, b.id));
+  return { live, instances };
+}
+
+/** Every job and every live instance, as `GET /manage/jobs` returns them. */
+export async function readCluster(redis: Redis, keys: Keys, opts: ReadOptions = {}): Promise<ClusterStatus> {
+  const base = await readBase(redis, keys);
+  const p = redis.pipeline();
+  for (const id of base.jobIds) queueJob(p, keys, id);
+  for (const m of base.members) p.hgetall(keys.instance(m));
+  const replies = await exec(p);
+  const perJob = 4;
+  const { live, instances } = liveInstances(base.members, replies.slice(base.jobIds.length * perJob));
+  const ctx: ModelContext = { nowMs: base.nowMs, live, failingStreak: opts.failingStreak ?? DEFAULT_FAILING_STREAK };
+  const jobs = base.jobIds.map((id, i) => {
+    const r = replies.slice(i * perJob, i * perJob + perJob);
+    return jobStatus(
+      {
+        id,
+        stats: hash(r[0]),
+        instanceFields: hash(r[1]),
+        settings: jobSettings(base.settings, id),
+        lease: typeof r[2] === 'string' ? r[2] : null,
+        leasePttl: typeof r[3] === 'number' ? r[3] : null,
+      },
+      ctx,
+    );
+  });
+  return { generatedAt: new Date(base.nowMs).toISOString(), jobs, instances };
+}
+
+function parseRun(text: string): RecentRun | undefined {
+  try {
+    const v: unknown = JSON.parse(text);
+    return v !== null && typeof v === 'object' ? (v as RecentRun) : undefined;
+  } catch {
+    return undefined; // not written by leasehold: left out
+  }
+}
+
+/** One job with its recent runs; undefined when no node ever registered it. */
+export async function readJob(redis: Redis, keys: Keys, jobId: string, opts: ReadOptions = {}): Promise<JobDetail | undefined> {
+  const base = await readBase(redis, keys, jobId);
+  if (base.jobIds.length === 0) return undefined;
+  const p = redis.pipeline();
+  queueJob(p, keys, jobId);
+  p.lrange(keys.runs(jobId), 0, -1);
+  for (const m of base.members) p.hgetall(keys.instance(m));
+  const r = await exec(p);
+  const { live } = liveInstances(base.members, r.slice(5));
+  const ctx: ModelContext = { nowMs: base.nowMs, live, failingStreak: opts.failingStreak ?? DEFAULT_FAILING_STREAK };
+  const status = jobStatus(
+    {
+      id: jobId,
+      stats: hash(r[0]),
+      instanceFields: hash(r[1]),
+      settings: jobSettings(base.settings, jobId),
+      lease: typeof r[2] === 'string' ? r[2] : null,
+      leasePttl: typeof r[3] === 'number' ? r[3] : null,
+    },
+    ctx,
+  );
+  const recentRuns = strings(r[4]).flatMap((t) => parseRun(t) ?? []);
+  return { ...status, recentRuns };
+}
+
+/** Whether a job id is in the job set. */
+export async function isRegistered(redis: Redis, keys: Keys, jobId: string): Promise<boolean> {
+  return (await redis.sismember(keys.jobs, jobId)) === 1;
+}
