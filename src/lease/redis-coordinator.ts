@@ -50,7 +50,7 @@ export function redisCoordinator(opts: RedisCoordinatorOptions): RedisCoordinato
       if (Math.abs(m.offsetMs - offset) > 250) {
         opts.logger.info({ offsetMs: Math.round(m.offsetMs), rttMs: m.rttMs }, 'this node\'s clock is %d ms off Redis time; scheduling on Redis time', Math.round(-m.offsetMs));
       }
-      offset = m.offsetMs;
+      offset = Math.round(m.offsetMs);
     } catch (err) {
       opts.logger.debug({ err }, 'measuring the offset to Redis time failed; keeping the last one');
     }
