@@ -1,0 +1,127 @@
+/**
+ * How the runner follows its coordinator's answers (SPEC 4), with an injected clock and a
+ * scripted coordinator: claimed skips, misfire retries within the grace, missed ticks,
+ * claim failures as failed runs, early claims.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { RunnerCore } from '../src/runner/runner.js';
+import type { ClaimDecision, ClaimRequest, Coordinator, HeldLease } from '../src/runner/coordinator.js';
+import { LeaseholdError } from '../src/index.js';
+import { ManualClock } from './helpers/clock.js';
+import { memoryLogger } from './helpers/log.js';
+
+const T0 = Date.parse('2026-05-04T12:00:00.000Z');
+
+function scripted(answer: (r: ClaimRequest, n: number) => ClaimDecision | Error): Coordinator & { requests: ClaimRequest[]; released: number } {
+  const requests: ClaimRequest[] = [];
+  const self = {
+    requests,
+    released: 0,
+    async claim(r: ClaimRequest): Promise<ClaimDecision> {
+      requests.push(r);
+      const a = answer(r, requests.length);
+      if (a instanceof Error) throw a;
+      return a;
+    },
+    offsetMs: () => 0,
+    close: async () => {},
+  };
+  return self;
+}
+
+function lease(token: number, onRelease: () => void): HeldLease {
+  return { token, watch: () => ({ stop() {} }), release: async () => { onRelease(); return true; } };
+}
+
+function setup(coordinator: Coordinator) {
+  const clock = new ManualClock(T0 + 500);
+  const { logger } = memoryLogger();
+  const core = new RunnerCore({ instanceId: 'me', logger, shutdownGraceMs: 0, clock, coordinator });
+  const events: string[] = [];
+  core.on('runStarted', (e) => events.push(`start ${e.scheduledAt - T0} token ${e.fencingToken}`));
+  core.on('runEnded', (e) => events.push(`end ${e.scheduledAt - T0} ${e.outcome}${e.error ? ` ${e.error}` : ''}`));
+  core.on('skipped', (e) => events.push(`skip ${e.scheduledAt - T0} ${e.reason}`));
+  core.on('missed', (e) => events.push(`missed ${e.count}`));
+  return { clock, core, events };
+}
+
+test('a tick another node already claimed is a skip with reason claimed, not a run', async () => {
+  const c = scripted(() => ({ kind: 'done' }));
+  const { clock, core, events } = setup(c);
+  core.add({ id: 'j', scope: 'installation', cron: '* * * * * *', run: () => {} });
+  core.start();
+  await clock.advance(2_000);
+  assert.deepEqual(events, ['skip 1000 claimed', 'skip 2000 claimed']);
+  assert.deepEqual(c.requests.map((r) => [r.tick - T0, r.mode]), [[1000, 'grid'], [2000, 'grid']]);
+  await core.stop();
+});
+
+test('a claim that found the lease held is retried within the misfire grace and runs the tick late, once', async () => {
+  let released = 0;
+  const c = scripted((r, n) => (n <= 3 ? { kind: 'held', holder: 'other' } : { kind: 'claimed', lease: lease(7, () => released++), previousTick: r.tick - 10_000 }));
+  const { clock, core, events } = setup(c);
+  core.add({ id: 'j', scope: 'installation', cron: '*/10 * * * * *', lease: '5s', run: () => {} });
+  core.start();
+  await clock.advance(9_500 + 3_000);
+  assert.deepEqual(events, ['start 10000 token 7', 'end 10000 succeeded']);
+  assert.ok(c.requests.length === 4 && c.requests.every((r) => r.tick === T0 + 10_000), 'retries are for the same tick');
+  assert.ok(c.requests[3] && c.requests[3].tick === T0 + 10_000);
+  assert.equal(released, 1, 'the lease is released when the run ends');
+  await core.stop();
+});
+
+test('past the misfire grace the tick is given up as claimed', async () => {
+  const c = scripted(() => ({ kind: 'held', holder: 'other' }));
+  const { clock, core, events } = setup(c);
+  core.add({ id: 'j', scope: 'installation', cron: '*/10 * * * * *', lease: '2s', run: () => {} });
+  core.start();
+  await clock.advance(9_500 + 5_000);
+  assert.deepEqual(events, ['skip 10000 claimed']);
+  const last = c.requests.at(-1);
+  assert.ok(last && last.tick === T0 + 10_000);
+  assert.ok(c.requests.length >= 3 && c.requests.length <= 12, `${c.requests.length} attempts within a 2 s grace`);
+  await core.stop();
+});
+
+test('ticks between the previous claim and this one are counted as missed', async () => {
+  const c = scripted((r) => ({ kind: 'claimed', lease: lease(1, () => {}), previousTick: r.tick - 4_000 }));
+  const { clock, core, events } = setup(c);
+  core.add({ id: 'j', scope: 'installation', cron: '* * * * * *', run: () => {} });
+  core.start();
+  await clock.advance(1_000);
+  assert.deepEqual(events.slice(0, 1), ['missed 3']);
+  await core.stop();
+});
+
+test('a claim Redis refused is a failed run carrying the error, not someone else\'s turn', async () => {
+  const c = scripted(() => new LeaseholdError('REDIS_ERROR', 'Connection is closed.'));
+  const { clock, core, events } = setup(c);
+  core.add({ id: 'j', scope: 'installation', cron: '* * * * * *', run: () => {} });
+  core.start();
+  await clock.advance(1_000);
+  assert.deepEqual(events, ['end 1000 failed claiming the lease failed: Connection is closed.']);
+  await core.stop();
+});
+
+test('an early claim (shared clock not at the tick yet) is retried at the tick', async () => {
+  const c = scripted((r, n) => (n === 1 ? { kind: 'early', serverNowMs: r.tick - 40 } : { kind: 'claimed', lease: lease(2, () => {}), previousTick: null }));
+  const { clock, core, events } = setup(c);
+  core.add({ id: 'j', scope: 'installation', cron: '* * * * * *', run: () => {} });
+  core.start();
+  await clock.advance(1_100);
+  assert.deepEqual(events, ['start 1000 token 2', 'end 1000 succeeded']);
+  assert.equal(c.requests.length, 2);
+  await core.stop();
+});
+
+test('fixedDelay installation: a later due time from the cluster moves the next claim there', async () => {
+  const c = scripted((r, n) => (n === 1 ? { kind: 'notDue', dueMs: T0 + 3_000 } : { kind: 'claimed', lease: lease(3, () => {}), previousTick: null }));
+  const { clock, core, events } = setup(c);
+  core.add({ id: 'd', scope: 'installation', fixedDelay: '1s', run: () => {} });
+  core.start();
+  await clock.advance(3_000);
+  assert.deepEqual(events, ['start 3000 token 3', 'end 3000 succeeded']);
+  assert.deepEqual(c.requests.map((r) => [r.tick - T0, r.mode]), [[500, 'delay'], [3000, 'delay']]);
+  await core.stop();
+});
