@@ -1,0 +1,104 @@
+/**
+ * Prometheus metrics of one runner (this node's view), as a listener of its events, in a
+ * registry of its own (never prom-client's global one). The default process metrics are
+ * collected once per process, in a registry shared by every runner's: they describe the
+ * process, and collecting them twice would start a second event-loop monitor.
+ * @module
+ */
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { RunnerCore } from '../runner/runner.js';
+import { RunOutcomes, SkipReasons } from '../runner/events.js';
+
+/** Buckets of run durations, in seconds: from 10 ms to an hour. */
+export const DURATION_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 1800, 3600];
+/** Buckets of start lag (actual start minus scheduled tick), in seconds. */
+export const LAG_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+/** Every metric name this module exports (besides the default process metrics). */
+export const METRIC_NAMES = [
+  'leasehold_job_runs_total',
+  'leasehold_job_run_duration_seconds',
+  'leasehold_job_skips_total',
+  'leasehold_job_missed_total',
+  'leasehold_job_start_lag_seconds',
+  'leasehold_lease_lost_total',
+] as const;
+
+let processRegistry: Registry | undefined;
+
+/** The process-wide registry of prom-client's default metrics, created on first use. */
+function defaultMetrics(): Registry {
+  if (!processRegistry) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry });
+  }
+  return processRegistry;
+}
+
+/** A runner's metrics. */
+export interface RunnerMetrics {
+  /** The registry to scrape: this runner's metrics and the process metrics. */
+  readonly registry: Registry;
+  /** Creates the series of a job with zero values, so rates work from the first scrape. */
+  addJob(jobId: string, scope: 'instance' | 'installation'): void;
+  /** Stops listening to the runner. */
+  detach(): void;
+}
+
+/** Creates a runner's metrics and subscribes them to its events. */
+export function createRunnerMetrics(core: RunnerCore, opts: { processMetrics?: boolean } = {}): RunnerMetrics {
+  const own = new Registry();
+  const registers = [own];
+  const runs = new Counter({ name: 'leasehold_job_runs_total', help: 'Runs that ended, by job and outcome.', labelNames: ['job', 'outcome'] as const, registers });
+  const durations = new Histogram({
+    name: 'leasehold_job_run_duration_seconds',
+    help: 'Duration of runs, by job and outcome.',
+    labelNames: ['job', 'outcome'] as const,
+    buckets: DURATION_BUCKETS,
+    registers,
+  });
+  const skips = new Counter({ name: 'leasehold_job_skips_total', help: 'Starts that did not happen, by job and reason (overrun, claimed, paused).', labelNames: ['job', 'reason'] as const, registers });
+  const missed = new Counter({ name: 'leasehold_job_missed_total', help: 'Ticks no instance ran, counted by the node that claimed the next tick.', labelNames: ['job'] as const, registers });
+  const lag = new Histogram({
+    name: 'leasehold_job_start_lag_seconds',
+    help: 'Actual start minus scheduled tick of scheduled runs, by job.',
+    labelNames: ['job'] as const,
+    buckets: LAG_BUCKETS,
+    registers,
+  });
+  const leaseLost = new Counter({ name: 'leasehold_lease_lost_total', help: 'Runs aborted because their lease was lost, by job.', labelNames: ['job'] as const, registers });
+
+  const known = new Set<string>();
+  const addJob = (jobId: string, scope: 'instance' | 'installation'): void => {
+    if (known.has(jobId)) return;
+    known.add(jobId);
+    for (const outcome of Object.values(RunOutcomes)) runs.inc({ job: jobId, outcome }, 0);
+    for (const reason of Object.values(SkipReasons)) {
+      if (reason !== 'claimed' || scope === 'installation') skips.inc({ job: jobId, reason }, 0);
+    }
+    if (scope === 'installation') {
+      missed.inc({ job: jobId }, 0);
+      leaseLost.inc({ job: jobId }, 0);
+    }
+  };
+  for (const v of core.jobs()) addJob(v.job.id, v.job.scope);
+
+  const offs = [
+    core.on('runStarted', (e) => {
+      if (!e.manual) lag.observe({ job: e.jobId }, Math.max(0, e.lagMs) / 1000);
+    }),
+    core.on('runEnded', (e) => {
+      runs.inc({ job: e.jobId, outcome: e.outcome });
+      durations.observe({ job: e.jobId, outcome: e.outcome }, Math.max(0, e.durationMs) / 1000);
+      if (e.outcome === 'lockLost') leaseLost.inc({ job: e.jobId });
+    }),
+    core.on('skipped', (e) => skips.inc({ job: e.jobId, reason: e.reason })),
+    core.on('missed', (e) => missed.inc({ job: e.jobId }, e.count)),
+  ];
+  const registry = opts.processMetrics === false ? own : Registry.merge([own, defaultMetrics()]);
+  return {
+    registry,
+    addJob,
+    detach: () => offs.forEach((off) => off()),
+  };
+}
