@@ -1,0 +1,164 @@
+/**
+ * The HTTP surface as one fastify plugin: the cluster's status, one job, admin actions
+ * (run, pause, resume) behind a bearer token, health and Prometheus metrics. Every route
+ * validates its input with a JSON schema; bad input gets a 4xx, never a 5xx, and no error
+ * answer carries a stack trace.
+ * @module
+ */
+import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { isLeaseholdError } from '../errors.js';
+import type { ClusterStatus, JobDetail } from '../status/model.js';
+import { bearerChecker } from './auth.js';
+
+/** Why the node is unhealthy. */
+export type HealthReason =
+  | { readonly check: 'redis'; readonly message: string }
+  | { readonly check: 'job'; readonly jobId: string; readonly state: string; readonly reasons: string[] };
+
+/** `GET /health`: `ok` (200) or `unavailable` (503) with the reasons. */
+export interface HealthReport {
+  readonly status: 'ok' | 'unavailable';
+  readonly reasons: HealthReason[];
+}
+
+/** What an admin action did: the HTTP status and the JSON body to answer with. */
+export interface ActionResult {
+  readonly statusCode: number;
+  readonly body: Record<string, unknown>;
+}
+
+/** What the routes need; the status layer implements it. */
+export interface ManageApi {
+  cluster(): Promise<ClusterStatus>;
+  /** The same as JSON text (cached with it: large answers are not serialized per request). */
+  clusterJson(): Promise<string>;
+  /** One job with its recent runs; undefined for an unknown id. */
+  job(id: string): Promise<JobDetail | undefined>;
+  health(): Promise<HealthReport>;
+  metrics(): Promise<{ contentType: string; text: string }>;
+  run(id: string): Promise<ActionResult>;
+  pause(id: string): Promise<ActionResult>;
+  resume(id: string): Promise<ActionResult>;
+}
+
+/** Options of {@link leaseholdRoutes}. */
+export interface LeaseholdRoutesOptions {
+  readonly api: ManageApi;
+  /** Bearer token of the admin routes; without one they are refused (403). */
+  readonly adminToken?: string;
+}
+
+/** Job ids as `defineJob` accepts them. */
+export const JOB_ID_PATTERN = '^[A-Za-z0-9._:-]{1,128}$';
+
+const headers = {
+  type: 'object',
+  properties: { authorization: { type: 'string', maxLength: 4096 } },
+} as const;
+const query = { type: 'object', maxProperties: 32 } as const;
+const params = {
+  type: 'object',
+  properties: { id: { type: 'string', pattern: JOB_ID_PATTERN } },
+  required: ['id'],
+  additionalProperties: false,
+} as const;
+/** Admin actions take no arguments: no body, `null` or `{}`. */
+const body = { type: ['object', 'null'], maxProperties: 0 } as const;
+
+function send(reply: FastifyReply, statusCode: number, message: string): FastifyReply {
+  const error = statusCode === 400 ? 'Bad Request' : statusCode === 401 ? 'Unauthorized' : statusCode === 403 ? 'Forbidden'
+    : statusCode === 404 ? 'Not Found' : statusCode === 503 ? 'Service Unavailable' : statusCode < 500 ? 'Client Error' : 'Internal Server Error';
+  return reply.code(statusCode).type('application/json; charset=utf-8').send({ statusCode, error, message });
+}
+
+function onError(app: FastifyInstance) {
+  return (err: FastifyError, req: FastifyRequest, reply: FastifyReply): void => {
+    if (err.validation) {
+      void send(reply, 400, err.message);
+      return;
+    }
+    const status = typeof err.statusCode === 'number' ? err.statusCode : 500;
+    if (status >= 400 && status < 500) {
+      void send(reply, status, err.message);
+      return;
+    }
+    if (isLeaseholdError(err, 'REDIS_ERROR')) {
+      void send(reply, 503, 'Redis is unreachable; try again');
+      return;
+    }
+    app.log.error({ err: { message: err.message, stack: err.stack }, url: req.routeOptions.url }, 'request failed');
+    void send(reply, 500, 'internal error');
+  };
+}
+
+/**
+ * The routes: `GET /manage/jobs`, `GET /manage/jobs/:id`, `POST /manage/jobs/:id/run`,
+ * `.../pause`, `.../resume`, `GET /health`, `GET /metrics`. Register it with
+ * `app.register(leaseholdRoutes, { api, adminToken })` (fastify's `prefix` option works).
+ */
+export const leaseholdRoutes: FastifyPluginAsync<LeaseholdRoutesOptions> = async (app, opts) => {
+  const { api } = opts;
+  const check = bearerChecker(opts.adminToken);
+
+  // An empty JSON body is no body: `curl -X POST -H 'content-type: application/json'` works.
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: 4_096 }, (_req, text, done) => {
+    const raw = typeof text === 'string' ? text : text.toString('utf8');
+    if (raw.trim() === '') {
+      done(null, null);
+      return;
+    }
+    try {
+      done(null, JSON.parse(raw) as unknown);
+    } catch {
+      const err = new Error('the body is not valid JSON') as FastifyError;
+      err.statusCode = 400;
+      done(err, undefined);
+    }
+  });
+  app.setErrorHandler(onError(app));
+
+  app.get('/manage/jobs', { schema: { headers, querystring: query } }, async (_req, reply) =>
+    reply.type('application/json; charset=utf-8').send(await api.clusterJson()),
+  );
+
+  app.get<{ Params: { id: string } }>('/manage/jobs/:id', { schema: { headers, querystring: query, params } }, async (req, reply) => {
+    const job = await api.job(req.params.id);
+    if (!job) return send(reply, 404, `unknown job ${JSON.stringify(req.params.id)}`);
+    return job;
+  });
+
+  const admin = (action: 'run' | 'pause' | 'resume'): void => {
+    app.post<{ Params: { id: string } }>(
+      `/manage/jobs/:id/${action}`,
+      {
+        schema: { headers, querystring: query, params, body },
+        // Before the body and params are looked at: without the right token nothing is revealed.
+        onRequest: async (req, reply) => {
+          const auth = req.headers.authorization;
+          const decision = check(typeof auth === 'string' ? auth : undefined);
+          if (decision.ok) return;
+          if (decision.status === 401) void reply.header('www-authenticate', 'Bearer');
+          return send(reply, decision.status, decision.message);
+        },
+      },
+      async (req, reply) => {
+        const result = await api[action](req.params.id);
+        return reply.code(result.statusCode).send(result.body);
+      },
+    );
+  };
+  admin('run');
+  admin('pause');
+  admin('resume');
+
+  app.get('/health', { schema: { headers, querystring: query } }, async (_req, reply) => {
+    const report = await api.health();
+    return reply.code(report.status === 'ok' ? 200 : 503).send(report);
+  });
+
+  app.get('/metrics', { schema: { headers, querystring: query } }, async (_req, reply) => {
+    const { contentType, text } = await api.metrics();
+    return reply.type(contentType).send(text);
+  });
+};

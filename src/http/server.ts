@@ -1,0 +1,48 @@
+/**
+ * The node's own HTTP server: fastify with the leasehold routes on a host and port (0 picks
+ * a free port; the port is logged), closed on stop.
+ * @module
+ */
+import Fastify, { type FastifyPluginAsync } from 'fastify';
+import type { Logger } from 'pino';
+
+/** Options of {@link startHttpServer}. */
+export interface HttpServerOptions {
+  /** Address to listen on. Default `0.0.0.0`. */
+  readonly host?: string;
+  /** Port; 0 picks a free one. */
+  readonly port: number;
+  /** The routes (the status layer's `routes`). */
+  readonly routes: FastifyPluginAsync;
+  readonly logger: Logger;
+}
+
+/** A running server. */
+export interface HttpServer {
+  /** The port it listens on. */
+  readonly port: number;
+  /** `http://<host>:<port>`. */
+  readonly url: string;
+  /** Stops accepting connections and closes the open ones. */
+  close(): Promise<void>;
+}
+
+/** Starts the server; resolves once it listens. */
+export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServer> {
+  const host = opts.host ?? '0.0.0.0';
+  const app = Fastify({
+    loggerInstance: opts.logger.child({ component: 'http' }),
+    disableRequestLogging: true,
+    // Job ids are up to 128 characters.
+    maxParamLength: 256,
+    forceCloseConnections: true,
+    return503OnClosing: true,
+  });
+  await app.register(opts.routes);
+  await app.listen({ host, port: opts.port });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : opts.port;
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  opts.logger.info({ host, port }, 'HTTP listening on port %d', port);
+  return { port, url, close: () => app.close() };
+}

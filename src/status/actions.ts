@@ -1,0 +1,129 @@
+/**
+ * What the HTTP routes do, over Redis and this node's runner: read the status, judge
+ * health, and the admin actions. An installation job's "run now" starts here (its claim
+ * keeps it to one run cluster-wide); an instance job's goes to every live node over the
+ * control channel; pause and resume write the settings hash and tell every node at once.
+ * @module
+ */
+import type { Redis } from 'ioredis';
+import type { Registry as PromRegistry } from 'prom-client';
+import { ErrorCodes, LeaseholdError } from '../errors.js';
+import type { RunnerCore } from '../runner/runner.js';
+import type { Keys } from '../redis/keys.js';
+import type { ActionResult, HealthReason, HealthReport, ManageApi } from '../http/plugin.js';
+import { publishControl } from './control.js';
+import { readCluster, readJob } from './read.js';
+import type { RedisSettings } from './settings.js';
+import { SnapshotCache } from './snapshot.js';
+
+/** How long `GET /health` waits for Redis to answer PING, in ms. */
+export const HEALTH_PING_TIMEOUT_MS = 1_000;
+
+/** What {@link createManageApi} needs. */
+export interface ManageApiDeps {
+  readonly core: RunnerCore;
+  /** A `stats` connection. */
+  readonly redis: Redis;
+  readonly keys: Keys;
+  readonly settings: RedisSettings;
+  readonly metrics: PromRegistry;
+  readonly failingStreak: number;
+  /** Told about a background read of the status that failed. */
+  readonly onReadError: (err: unknown) => void;
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} got no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** Redis's own errors become `REDIS_ERROR` (the routes answer 503 for those). */
+async function redisCall<T>(p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (err) {
+    throw new LeaseholdError(ErrorCodes.REDIS_ERROR, `Redis failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
+}
+
+function result(statusCode: number, body: Record<string, unknown>): ActionResult {
+  return { statusCode, body };
+}
+
+function problem(statusCode: number, message: string): ActionResult {
+  const error = statusCode === 404 ? 'Not Found' : statusCode === 409 ? 'Conflict' : 'Error';
+  return result(statusCode, { statusCode, error, message });
+}
+
+/** Builds the routes' API for one runner. */
+export function createManageApi(d: ManageApiDeps): ManageApi {
+  const { core, redis, keys } = d;
+  const opts = { failingStreak: d.failingStreak };
+  const snapshot = new SnapshotCache(() => readCluster(redis, keys, opts), d.onReadError);
+
+  const known = async (id: string): Promise<{ registered: boolean; scope: string | null }> => {
+    const [registered, scope] = await redisCall(Promise.all([redis.sismember(keys.jobs, id), redis.hget(keys.stats(id), 'scope')]));
+    return { registered: registered === 1, scope };
+  };
+
+  const setPaused = async (id: string, paused: boolean): Promise<ActionResult> => {
+    if (!core.job(id) && !(await known(id)).registered) return problem(404, `unknown job ${JSON.stringify(id)}`);
+    await redisCall(redis.hset(keys.settings, `${id}.paused`, String(paused)));
+    const notified = await redisCall(publishControl(redis, keys.control, { type: 'settings', jobId: id }));
+    await d.settings.load();
+    snapshot.invalidate();
+    return result(200, { jobId: id, paused, notified });
+  };
+
+  return {
+    cluster: async () => (await snapshot.get()).value,
+    clusterJson: async () => (await snapshot.get()).json,
+    job: (id) => readJob(redis, keys, id, opts),
+
+    async health(): Promise<HealthReport> {
+      const reasons: HealthReason[] = [];
+      try {
+        await withTimeout(redis.ping(), HEALTH_PING_TIMEOUT_MS, 'PING');
+        const { value: status } = await snapshot.get();
+        for (const j of status.jobs) {
+          if (j.active && (j.state === 'degraded' || j.state === 'invalidSchedule')) {
+            reasons.push({ check: 'job', jobId: j.id, state: j.state, reasons: j.degradedReasons });
+          }
+        }
+      } catch (err) {
+        reasons.push({ check: 'redis', message: `Redis is unreachable: ${err instanceof Error ? err.message : String(err)}` });
+        // This node's own view still tells which of its jobs have a bad schedule.
+        for (const v of core.jobs()) {
+          if (v.state === 'invalidSchedule') reasons.push({ check: 'job', jobId: v.job.id, state: v.state, reasons: [`invalid schedule: ${v.invalidCause ?? ''}`] });
+        }
+      }
+      return { status: reasons.length === 0 ? 'ok' : 'unavailable', reasons };
+    },
+
+    async metrics() {
+      return { contentType: d.metrics.contentType, text: await d.metrics.metrics() };
+    },
+
+    async run(id) {
+      const local = core.job(id);
+      const { registered, scope } = local ? { registered: true, scope: local.job.scope } : await known(id);
+      if (!registered) return problem(404, `unknown job ${JSON.stringify(id)}`);
+      if (scope === 'installation') {
+        if (!local) return problem(409, `installation job ${JSON.stringify(id)} is not run by this node (${core.instanceId}); ask a node that runs it`);
+        if (core.runNow(id)) {
+          return result(202, { jobId: id, action: 'run', scope, instanceId: core.instanceId, message: 'started on this node unless another node holds the lease' });
+        }
+        const why = local.running ? 'it is running' : local.state === 'invalidSchedule' ? 'its schedule is invalid' : 'the runner is not running';
+        return problem(409, `job ${JSON.stringify(id)} cannot start now: ${why}`);
+      }
+      const notified = await redisCall(publishControl(redis, keys.control, { type: 'run', jobId: id }));
+      return result(202, { jobId: id, action: 'run', scope: 'instance', notified, message: 'every live node that has this job runs it now (unless it is running there)' });
+    },
+
+    pause: (id) => setPaused(id, true),
+    resume: (id) => setPaused(id, false),
+  };
+}

@@ -1,0 +1,186 @@
+/**
+ * The status layer of one runner: stats writer, job and instance registry, settings source,
+ * control channel, metrics and the HTTP routes, behind one entry point.
+ *
+ * Order of use: create it, give `settings` to the runner (`core.setSettings`), then
+ * `await layer.start()` before `core.start()` (so the first fires see the settings hash);
+ * on shutdown `await core.stop()` first (runs end and are recorded), then `layer.stop()`.
+ * @module
+ */
+import { readFileSync } from 'node:fs';
+import type { FastifyPluginAsync } from 'fastify';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Registry as PromRegistry } from 'prom-client';
+import { ErrorCodes, LeaseholdError } from '../errors.js';
+import { createRedis, whenReady } from '../redis/connection.js';
+import { keys as keyNames } from '../redis/keys.js';
+import type { RunnerCore, SettingsSource } from '../runner/runner.js';
+import { createRunnerMetrics } from '../metrics/prom.js';
+import { leaseholdRoutes, type ManageApi } from '../http/plugin.js';
+import { createManageApi } from './actions.js';
+import { subscribeControl } from './control.js';
+import { DEFAULT_FAILING_STREAK, type ClusterStatus } from './model.js';
+import { Registry } from './registry.js';
+import { RedisSettings } from './settings.js';
+import { StatsWriter } from './writer.js';
+
+/** Command timeout of the status layer's Redis connection, in ms. */
+export const STATUS_COMMAND_TIMEOUT_MS = 2_000;
+/** How long `start()` waits for Redis before going on without it, in ms. */
+export const START_WAIT_MS = 1_000;
+/** How long `stop()` keeps trying to write what is left, in ms. */
+export const STOP_FLUSH_MS = 3_000;
+
+/** Options of {@link createStatusLayer}. */
+export interface StatusLayerOptions {
+  readonly core: RunnerCore;
+  /** Where Redis is: a URL, or a client whose address is reused (duplicated, never closed). */
+  readonly redis: { readonly url?: string; readonly client?: Redis };
+  /** Key prefix. Default `leasehold`. */
+  readonly prefix?: string;
+  readonly logger: Logger;
+  /** Bearer token of the admin routes; without one they are refused. */
+  readonly adminToken?: string;
+  /** Unsuccessful runs in a row from which a job is degraded. Default 3. */
+  readonly failingStreak?: number;
+  /** leasehold's version, shown in the instance list. Default: this package's. */
+  readonly version?: string;
+}
+
+/** The status layer; see the module comment for the order of calls. */
+export interface StatusLayer {
+  /** The runner's settings source (the settings hash, cached). */
+  readonly settings: SettingsSource;
+  /** The HTTP routes, bound to this runner: `app.register(layer.routes)`. */
+  readonly routes: FastifyPluginAsync;
+  /** This runner's Prometheus registry (with the process metrics). */
+  readonly metrics: PromRegistry;
+  /** What the routes call, for embedding elsewhere. */
+  readonly api: ManageApi;
+  /** Connects, reads the settings, registers jobs and this node; never fails for an absent Redis. */
+  start(): Promise<void>;
+  /** Writes what is left (bounded), removes the heartbeat, closes the connections. */
+  stop(): Promise<void>;
+  /** Writes pending stats now; resolves false if something could not be written. */
+  flush(): Promise<boolean>;
+  /** The cluster's status, read from Redis. */
+  read(): Promise<ClusterStatus>;
+}
+
+function packageVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+    return typeof pkg.version === 'string' ? pkg.version : 'unknown';
+  } catch {
+    return 'unknown'; // not packaged as usual; the version is only informative
+  }
+}
+
+async function close(conn: Redis): Promise<void> {
+  if (conn.status === 'ready') {
+    await conn.quit().catch(() => conn.disconnect());
+  } else {
+    conn.disconnect();
+  }
+}
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Creates the status layer of a runner. */
+export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
+  const { core, logger } = opts;
+  const failingStreak = opts.failingStreak ?? DEFAULT_FAILING_STREAK;
+  if (!Number.isSafeInteger(failingStreak) || failingStreak < 1) {
+    throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, `failingStreak must be an integer >= 1, got ${String(opts.failingStreak)}`);
+  }
+  const keys = keyNames(opts.prefix);
+  const target = opts.redis.client ? { client: opts.redis.client } : { url: opts.redis.url };
+  const redis = createRedis({ ...target, role: 'stats', commandTimeoutMs: STATUS_COMMAND_TIMEOUT_MS });
+  const sub = createRedis({ ...target, role: 'sub' });
+  let down = false;
+  redis.on('error', (err: Error) => {
+    if (!down) logger.warn({ error: err.message }, 'status connection to Redis failed (%s); retrying', err.message);
+    down = true;
+  });
+  sub.on('error', (err: Error) => logger.debug({ error: err.message }, 'control connection error'));
+
+  const metrics = createRunnerMetrics(core);
+  const settings = new RedisSettings({ redis, key: keys.settings, logger, onChange: (id) => core.refresh(id) });
+  const registry = new Registry({
+    redis,
+    keys,
+    instanceId: core.instanceId,
+    version: opts.version ?? packageVersion(),
+    logger,
+    now: () => core.now(),
+    jobIds: () => core.jobs().map((v) => v.job.id),
+  });
+  const writer = new StatsWriter({
+    core,
+    redis,
+    keys,
+    logger,
+    onNewJob: (id) => {
+      const v = core.job(id);
+      if (v) metrics.addJob(id, v.job.scope);
+      registry.addJob();
+    },
+  });
+  redis.on('ready', () => {
+    if (down) logger.info('status connection to Redis is back');
+    down = false;
+    void settings.load();
+    void registry.beat();
+  });
+  const api = createManageApi({
+    core,
+    redis,
+    keys,
+    settings,
+    metrics: metrics.registry,
+    failingStreak,
+    onReadError: (err) => logger.debug({ error: message(err) }, 'refreshing the status from Redis failed'),
+  });
+  let started = false;
+
+  return {
+    settings,
+    metrics: metrics.registry,
+    api,
+    routes: async (app) => app.register(leaseholdRoutes, { api, ...(opts.adminToken ? { adminToken: opts.adminToken } : {}) }),
+    async start() {
+      if (started) return;
+      started = true;
+      try {
+        await whenReady(redis, START_WAIT_MS);
+      } catch (err) {
+        logger.warn({ error: message(err) }, 'Redis is not reachable for the status yet; counting in memory and retrying');
+      }
+      const subscribed = subscribeControl(sub, keys.control, logger, (m) => {
+        if (m.type === 'settings') void settings.load();
+        else if (core.job(m.jobId)?.job.scope === 'instance') {
+          logger.info({ jobId: m.jobId }, 'run of %s requested through the control channel', m.jobId);
+          core.runNow(m.jobId);
+        }
+      });
+      subscribed.catch((err: unknown) => logger.debug({ error: message(err) }, 'subscribing to the control channel failed'));
+      await settings.load();
+      settings.start();
+      writer.start();
+      await registry.start();
+      await Promise.race([subscribed.catch(() => undefined), new Promise((r) => setTimeout(r, START_WAIT_MS).unref())]);
+    },
+    async stop() {
+      metrics.detach();
+      await settings.stop();
+      await writer.stop(STOP_FLUSH_MS);
+      await registry.stop();
+      await Promise.all([close(redis), close(sub)]);
+    },
+    flush: () => writer.flush(),
+    read: () => api.cluster(),
+  };
+}

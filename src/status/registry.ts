@@ -1,0 +1,112 @@
+/**
+ * The registry: the set of job ids (`<prefix>:jobs`) and this node's heartbeat
+ * (`<prefix>:instance:<id>`, a hash with a TTL, and its score in `<prefix>:instances`).
+ * A node that dies stops refreshing and its heartbeat expires; `stop()` removes it at once.
+ * @module
+ */
+import { hostname } from 'node:os';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Keys } from '../redis/keys.js';
+import { iso } from './batch.js';
+
+/** The heartbeat is refreshed this often, in ms. */
+export const HEARTBEAT_MS = 5_000;
+/** The heartbeat hash expires this long after its last refresh, in ms. */
+export const HEARTBEAT_TTL_MS = 15_000;
+/** Members of the instances set not seen for this long are removed, in ms. */
+export const INSTANCE_FORGET_MS = 60_000;
+
+/** Options of {@link Registry}. */
+export interface RegistryOptions {
+  /** A `stats` connection. */
+  readonly redis: Redis;
+  readonly keys: Keys;
+  readonly instanceId: string;
+  /** leasehold's version, shown in the instance list. */
+  readonly version: string;
+  readonly logger: Logger;
+  /** The shared clock (ms). */
+  readonly now: () => number;
+  /** The ids of this node's jobs. */
+  readonly jobIds: () => string[];
+}
+
+/** Registers jobs and keeps this node's heartbeat; see the module comment. */
+export class Registry {
+  private readonly startedAt: string;
+  private timer: NodeJS.Timeout | undefined;
+  private beating: Promise<void> | undefined;
+  private stopped = false;
+  private failing = false;
+
+  constructor(private readonly opts: RegistryOptions) {
+    this.startedAt = iso(opts.now());
+  }
+
+  /** Beats now and every {@link HEARTBEAT_MS}. Never throws: a failed beat is retried by the next. */
+  async start(): Promise<void> {
+    await this.beat();
+    this.timer = setInterval(() => void this.beat(), HEARTBEAT_MS);
+    this.timer.unref();
+  }
+
+  /** Adds job ids to the job set soon (a job added after start). */
+  addJob(): void {
+    if (!this.stopped && this.timer) void this.beat();
+  }
+
+  /** One heartbeat (one pipeline): instance hash with TTL, last-seen score, stale members dropped, job ids. */
+  beat(): Promise<void> {
+    this.beating ??= this.doBeat().finally(() => {
+      this.beating = undefined;
+    });
+    return this.beating;
+  }
+
+  private async doBeat(): Promise<void> {
+    const { redis, keys, instanceId } = this.opts;
+    if (redis.status !== 'ready') return;
+    const now = this.opts.now();
+    const key = keys.instance(instanceId);
+    const ids = this.opts.jobIds();
+    const tx = redis.pipeline();
+    tx.hset(key, {
+      id: instanceId,
+      host: hostname(),
+      pid: String(process.pid),
+      version: this.opts.version,
+      startedAt: this.startedAt,
+      lastSeenAt: iso(now),
+      jobs: String(ids.length),
+    });
+    tx.pexpire(key, HEARTBEAT_TTL_MS);
+    tx.zadd(keys.instances, now, instanceId);
+    tx.zremrangebyscore(keys.instances, '-inf', now - INSTANCE_FORGET_MS);
+    if (ids.length > 0) tx.sadd(keys.jobs, ...ids);
+    try {
+      const replies = (await tx.exec()) ?? [];
+      const failed = replies.find(([err]) => err);
+      if (failed?.[0]) throw failed[0];
+      if (this.failing) this.opts.logger.debug('heartbeat written again');
+      this.failing = false;
+    } catch (err) {
+      if (!this.failing) this.opts.logger.debug({ error: err instanceof Error ? err.message : String(err) }, 'heartbeat not written; retrying');
+      this.failing = true;
+    }
+  }
+
+  /** Stops beating and removes this node's heartbeat (best effort: it expires anyway). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.beating;
+    const { redis, keys, instanceId } = this.opts;
+    if (redis.status !== 'ready') return;
+    try {
+      await Promise.all([redis.del(keys.instance(instanceId)), redis.zrem(keys.instances, instanceId)]);
+    } catch (err) {
+      this.opts.logger.debug({ error: err instanceof Error ? err.message : String(err) }, 'removing the heartbeat failed; it expires on its own');
+    }
+  }
+}
