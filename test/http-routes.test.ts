@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { keys as keyNames } from '../src/redis/keys.js';
 import { RunnerCore } from '../src/runner/runner.js';
@@ -43,7 +43,7 @@ async function node(opts: { url: string; prefix: string; token?: string; jobs: A
   core.setSettings(layer.settings);
   await layer.start();
   core.start();
-  const app = Fastify({ loggerInstance: opts.logger });
+  const app: FastifyInstance = Fastify({ loggerInstance: opts.logger as FastifyBaseLogger });
   await app.register(layer.routes);
   await app.ready();
   return {
