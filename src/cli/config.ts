@@ -9,6 +9,8 @@ import { LeaseholdError } from '../errors.js';
 export interface ConfigEntry {
   /** Key in the parsed config. */
   readonly key: keyof NodeConfig;
+  /** A flag without a value. */
+  readonly boolean?: boolean;
   /** Command-line flag, if any (secrets have none: a flag shows in `ps`). */
   readonly flag: string | undefined;
   /** Environment variable, if any. */
@@ -33,6 +35,7 @@ export interface NodeConfig {
   adminToken: string | undefined;
   shutdownGrace: string;
   logLevel: string;
+  privateRedis: boolean;
 }
 
 /** Every setting of `leasehold start`. The README's configuration table is checked against this. */
@@ -48,6 +51,7 @@ export const CONFIG: readonly ConfigEntry[] = [
   { key: 'instanceId', flag: '--instance-id', env: 'LEASEHOLD_INSTANCE_ID', default: '<host>-<pid>', description: 'This node\'s id in the status and in lease values.' },
   { key: 'adminToken', flag: undefined, env: 'LEASEHOLD_ADMIN_TOKEN', default: '(none: admin routes refused)', description: 'Bearer token for `POST /manage/jobs/:id/run|pause|resume`.' },
   { key: 'shutdownGrace', flag: '--shutdown-grace', env: 'LEASEHOLD_SHUTDOWN_GRACE', default: '10s', description: 'How long shutdown waits for runs in progress before aborting them.' },
+  { key: 'privateRedis', flag: '--private-redis', env: undefined, boolean: true, default: 'off', description: 'When no Redis is configured, start a private `redis-server` from the PATH on a free port (no persistence) and stop it when the node exits. `npm start` uses it.' },
   { key: 'logLevel', flag: '--log-level', env: 'LOG_LEVEL', default: 'info', description: 'pino level: fatal, error, warn, info, debug, trace or silent.' },
 ];
 
@@ -55,10 +59,10 @@ export const CONFIG: readonly ConfigEntry[] = [
  * Reads the configuration from parsed flags and the environment (flags win).
  * @throws LeaseholdError `INVALID_CONFIG` naming the flag or variable at fault.
  */
-export function readConfig(flags: Record<string, string | undefined>, env: NodeJS.ProcessEnv): NodeConfig {
+export function readConfig(flags: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv): NodeConfig {
   const get = (e: ConfigEntry): string | undefined => {
     const fromFlag = e.flag ? flags[e.flag.slice(2)] : undefined;
-    if (fromFlag !== undefined) return fromFlag;
+    if (fromFlag !== undefined) return String(fromFlag);
     const v = e.env ? env[e.env] : undefined;
     return v === undefined || v.trim() === '' ? undefined : v.trim();
   };
@@ -89,5 +93,6 @@ export function readConfig(flags: Record<string, string | undefined>, env: NodeJ
     adminToken: out['adminToken'],
     shutdownGrace: out['shutdownGrace'] ?? '10s',
     logLevel: out['logLevel'] ?? 'info',
+    privateRedis: out['privateRedis'] === 'true',
   };
 }

@@ -9,14 +9,15 @@ import { normalizeJobs, type JobDefinition } from '../schedule/job.js';
 import { createRunner } from '../runner/create.js';
 import { CONFIG, readConfig } from './config.js';
 import { loadJobsModule } from './load.js';
+import { startPrivateRedis, type PrivateRedis } from './private-redis.js';
 
-function parseFlags(args: string[]): Record<string, string | undefined> {
-  const options: Record<string, { type: 'string' }> = {};
-  for (const e of CONFIG) if (e.flag) options[e.flag.slice(2)] = { type: 'string' };
+function parseFlags(args: string[]): Record<string, string | boolean | undefined> {
+  const options: Record<string, { type: 'string' | 'boolean' }> = {};
+  for (const e of CONFIG) if (e.flag) options[e.flag.slice(2)] = { type: e.boolean ? 'boolean' : 'string' };
   try {
     const { values, positionals } = parseArgs({ args, options, strict: true, allowPositionals: true });
     if (positionals.length > 0) throw new Error(`unexpected argument ${JSON.stringify(positionals[0])}`);
-    return values as Record<string, string | undefined>;
+    return values as Record<string, string | boolean | undefined>;
   } catch (err) {
     throw new LeaseholdError('INVALID_CONFIG', `start: ${(err as Error).message.split('\n')[0]}`);
   }
@@ -29,6 +30,12 @@ export async function runStart(args: string[]): Promise<number> {
   const logger = createLogger({ level: config.logLevel });
   const jobs = await loadJobsModule(config.jobs);
   normalizeJobs(jobs); // every check (including duplicate ids) before anything starts
+  let privateRedis: PrivateRedis | undefined;
+  if (config.privateRedis && !config.redisUrl && !config.redisClusterNodes && !config.redisSentinels) {
+    privateRedis = await startPrivateRedis();
+    config.redisUrl = privateRedis.url;
+    logger.info({ redis: privateRedis.url }, 'REDIS_URL is not set: started a private redis-server on %s (no persistence; it stops with this node)', privateRedis.url);
+  }
   const runner = createRunner({
     logger,
     prefix: config.prefix,
@@ -52,7 +59,7 @@ export async function runStart(args: string[]): Promise<number> {
         () => {
           process.off('SIGTERM', onSignal);
           process.off('SIGINT', onSignal);
-          resolve(0);
+          void (privateRedis?.stop() ?? Promise.resolve()).then(() => resolve(0));
         },
         (err: unknown) => {
           logger.error({ err }, 'shutdown failed');

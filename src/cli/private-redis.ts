@@ -1,0 +1,87 @@
+/**
+ * A private `redis-server` for trying leasehold without one: started from the PATH on a
+ * free loopback port, without persistence, and stopped when the node exits, whatever way
+ * it exits (a watchdog shell holds the server and kills it when the node's pipe closes).
+ * @module
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, connect } from 'node:net';
+import { LeaseholdError } from '../errors.js';
+
+/** A running private Redis. */
+export interface PrivateRedis {
+  readonly url: string;
+  readonly port: number;
+  /** Stops the server and waits for the watchdog to exit. */
+  stop(): Promise<void>;
+}
+
+/** The one line shown when `redis-server` is not installed. */
+export const NO_REDIS_HINT =
+  'redis-server is not on the PATH: install it (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis), set REDIS_URL to an existing Redis, or run the whole cluster with docker compose up';
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+function ping(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = connect({ port, host: '127.0.0.1' });
+    const done = (ok: boolean): void => {
+      sock.destroy();
+      resolve(ok);
+    };
+    sock.setTimeout(500, () => done(false));
+    sock.on('error', () => done(false));
+    sock.on('connect', () => sock.write('PING\r\n'));
+    sock.on('data', (d) => done(d.toString().startsWith('+PONG')));
+  });
+}
+
+// The watchdog: runs redis-server in the background and kills it as soon as its stdin (a
+// pipe from the node) reaches end of file, which happens when the node exits for any reason,
+// kill -9 included.
+const WATCHDOG = 'redis-server "$@" & rp=$!; trap "kill $rp 2>/dev/null" TERM INT HUP; cat >/dev/null; kill $rp 2>/dev/null; wait $rp';
+
+/**
+ * Starts a private redis-server.
+ * @throws LeaseholdError `INVALID_CONFIG` with {@link NO_REDIS_HINT} when it cannot be started.
+ */
+export async function startPrivateRedis(): Promise<PrivateRedis> {
+  const port = await freePort();
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'yes', '--loglevel', 'warning'];
+  const child: ChildProcess = spawn('sh', ['-c', WATCHDOG, 'leasehold-redis', ...args], { stdio: ['pipe', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const deadline = Date.now() + 10_000;
+  while (!(await ping(port))) {
+    if (child.exitCode !== null || /not found|No such file/.test(stderr)) {
+      throw new LeaseholdError('INVALID_CONFIG', /not found|No such file/.test(stderr) ? NO_REDIS_HINT : `the private redis-server did not start: ${stderr.trim().split('\n')[0] ?? ''}`);
+    }
+    if (Date.now() > deadline) {
+      child.stdin?.end();
+      throw new LeaseholdError('INVALID_CONFIG', `the private redis-server did not answer on port ${port} within 10 s`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  // The pipe must not keep the node alive; its end is what stops the server.
+  (child.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+  child.unref();
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    async stop() {
+      child.stdin?.end();
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 3_000).unref())]);
+    },
+  };
+}
