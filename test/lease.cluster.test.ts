@@ -200,3 +200,14 @@ test('fencing tokens grow strictly across ticks, whichever node claims', async (
     assert.ok((starts[i]?.token ?? 0) > (starts[i - 1]?.token ?? 0), `token ${starts[i]?.token} after ${starts[i - 1]?.token}`);
   }
 });
+
+test('a job that blocks the event loop past its lease is recorded lockLost, with a warning naming the job', async () => {
+  const c = cluster(1, ['blocker']);
+  await c.ready;
+  const node = c.nodes[0] as NodeProc;
+  const ended = await node.waitFor((l) => l['jobId'] === 'blocker' && typeof l['outcome'] === 'string', 10_000);
+  assert.equal(ended['outcome'], 'lockLost');
+  const warning = await node.waitFor((l) => l['jobId'] === 'blocker' && String(l['msg']).includes('blocked the event loop'), 2_000);
+  assert.match(String(warning['msg']), /job "blocker".*worker thread/);
+  await c.stop();
+});

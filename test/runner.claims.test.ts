@@ -31,7 +31,7 @@ function scripted(answer: (r: ClaimRequest, n: number) => ClaimDecision | Error)
 }
 
 function lease(token: number, onRelease: () => void): HeldLease {
-  return { token, watch: () => ({ stop() {} }), release: async () => { onRelease(); return true; } };
+  return { token, watch: () => ({ stop() {}, check() {} }), release: async () => { onRelease(); return true; } };
 }
 
 function setup(coordinator: Coordinator) {

@@ -35,6 +35,12 @@ export interface LeaseWatch {
   stop(): void;
   /** True once the lease was found lost. */
   readonly lost: boolean;
+  /**
+   * Reports the loss now if the deadline has passed without a confirmed extension (the
+   * event loop may have been blocked so long that no timer could run). Call it before
+   * trusting a run that just ended.
+   */
+  check(): void;
 }
 
 /**
@@ -114,6 +120,10 @@ export function watchLease(lease: Lease, options: WatchLeaseOptions): LeaseWatch
     },
     get lost() {
       return lost;
+    },
+    check() {
+      const at = now();
+      if (at >= deadline) lose(`the lease deadline passed ${Math.round(at - deadline)}ms ago without an extension (event loop blocked?); the lease may have expired`);
     },
   };
 }

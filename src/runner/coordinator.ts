@@ -24,7 +24,7 @@ export interface HeldLease {
    * Starts extending the lease every half lease time; `onLost` is called once when an
    * extension fails, finds the lease gone or someone else's, or gets no answer in time.
    */
-  watch(leaseMs: number, onLost: (why: string) => void): { stop(): void };
+  watch(leaseMs: number, onLost: (why: string) => void): { stop(): void; check(): void };
   /** Releases the lease if it is still ours; for fixedDelay, records the next due time. */
   release(delayMs: number | undefined): Promise<boolean>;
 }
@@ -67,7 +67,7 @@ export function localCoordinator(): Coordinator {
       s.fence += 1;
       const lease: HeldLease = {
         token: s.fence,
-        watch: () => ({ stop() {} }),
+        watch: () => ({ stop() {}, check() {} }),
         release: async (delayMs) => {
           s.held = false;
           if (delayMs !== undefined) s.due = Date.now() + delayMs;

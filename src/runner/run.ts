@@ -94,8 +94,16 @@ export function executeRun(p: RunParams): ActiveRun {
   );
   const watcher = p.lease?.watch(p.leaseMs, (why) => {
     leaseLost = true;
+    if (/event loop blocked/.test(why)) {
+      p.emitter.emit('warning', {
+        jobId: p.job.id,
+        message: `job "${p.job.id}" blocked the event loop past its lease (${formatDuration(p.leaseMs)}): ${why}. The run is recorded lockLost because another node may have taken the lease; move blocking or CPU-heavy work off the event loop (a worker thread) or give the job a longer lease`,
+      });
+    }
     abort('lockLost', `job "${p.job.id}" lost its lease: ${why}`);
   });
+  /** A handler that blocked the loop may end before any timer ran: check the lease deadline first. */
+  const checkLease = (): void => watcher?.check();
 
   const ctx: JobContext = {
     signal: controller.signal,
@@ -113,8 +121,9 @@ export function executeRun(p: RunParams): ActiveRun {
   const settled = Promise.resolve()
     .then(() => p.job.run(ctx))
     .then(
-      () => (abortedReason ? report(OUTCOME_OF[abortedReason], abortError?.message, abortError) : report('succeeded', undefined, undefined)),
+      () => (checkLease(), abortedReason ? report(OUTCOME_OF[abortedReason], abortError?.message, abortError) : report('succeeded', undefined, undefined)),
       (err: unknown) => {
+        checkLease();
         if (abortedReason) report(OUTCOME_OF[abortedReason], abortError?.message, err);
         else report('failed', err instanceof Error ? err.message : String(err), err);
       },
