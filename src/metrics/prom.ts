@@ -45,8 +45,11 @@ export interface RunnerMetrics {
   detach(): void;
 }
 
+/** What the metrics need of a runner. */
+export type MetricsCore = Pick<RunnerCore, 'on' | 'jobs'>;
+
 /** Creates a runner's metrics and subscribes them to its events. */
-export function createRunnerMetrics(core: RunnerCore, opts: { processMetrics?: boolean } = {}): RunnerMetrics {
+export function createRunnerMetrics(core: MetricsCore, opts: { processMetrics?: boolean } = {}): RunnerMetrics {
   const own = new Registry();
   const registers = [own];
   const runs = new Counter({ name: 'leasehold_job_runs_total', help: 'Runs that ended, by job and outcome.', labelNames: ['job', 'outcome'] as const, registers });

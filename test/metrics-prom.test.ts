@@ -1,0 +1,85 @@
+/**
+ * Prometheus metrics as a listener of the runner's events (SPEC 5): exact counts by job
+ * and outcome or reason, histograms in seconds, one registry per runner, process metrics.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Emitter } from '../src/runner/events.js';
+import type { JobView } from '../src/runner/runner.js';
+import { normalizeJob } from '../src/schedule/job.js';
+import { createRunnerMetrics, METRIC_NAMES, type MetricsCore } from '../src/metrics/prom.js';
+
+function fakeCore(jobs: Array<Record<string, unknown>>): MetricsCore & { emitter: Emitter } {
+  const emitter = new Emitter((err) => {
+    throw err;
+  });
+  const views: JobView[] = jobs.map((d) => ({
+    job: normalizeJob({ run: () => undefined, ...d }),
+    state: 'ok',
+    invalidCause: undefined,
+    schedule: undefined,
+    nextDueAt: null,
+    running: undefined,
+  }));
+  return { emitter, on: (e, fn) => emitter.on(e, fn), jobs: () => views };
+}
+
+function samples(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    const m = /^([^#\s][^ ]*) (\S+)$/.exec(line);
+    if (m) out.set(m[1] as string, Number(m[2]));
+  }
+  return out;
+}
+
+const base = { runId: 'r', scope: 'installation' as const, instanceId: 'n', fencingToken: 1, manual: false, cause: undefined, error: undefined };
+
+describe('metrics', () => {
+  it('counts events exactly, by job and outcome or reason', async () => {
+    const core = fakeCore([{ id: 'a', scope: 'installation', fixedRate: '1s' }, { id: 'b', fixedRate: '1s' }]);
+    const m = createRunnerMetrics(core, { processMetrics: false });
+    const t = 1_000_000;
+    core.emitter.emit('runStarted', { ...base, jobId: 'a', scheduledAt: t, startedAt: t + 250, lagMs: 250 });
+    core.emitter.emit('runStarted', { ...base, jobId: 'a', scheduledAt: t, startedAt: t, lagMs: 0, manual: true });
+    for (const outcome of ['succeeded', 'succeeded', 'failed', 'lockLost'] as const) {
+      core.emitter.emit('runEnded', { ...base, jobId: 'a', scheduledAt: t, startedAt: t, lagMs: 0, outcome, endedAt: t + 1500, durationMs: 1500 });
+    }
+    core.emitter.emit('skipped', { jobId: 'a', scope: 'installation', instanceId: 'n', reason: 'claimed', scheduledAt: t, at: t });
+    core.emitter.emit('skipped', { jobId: 'b', scope: 'instance', instanceId: 'n', reason: 'overrun', scheduledAt: t, at: t });
+    core.emitter.emit('missed', { jobId: 'a', count: 4, afterTick: 0, beforeTick: t });
+    const s = samples(await m.registry.metrics());
+    assert.equal(s.get('leasehold_job_runs_total{job="a",outcome="succeeded"}'), 2);
+    assert.equal(s.get('leasehold_job_runs_total{job="a",outcome="failed"}'), 1);
+    assert.equal(s.get('leasehold_job_runs_total{job="a",outcome="timedOut"}'), 0, 'series exist from the start');
+    assert.equal(s.get('leasehold_job_runs_total{job="b",outcome="succeeded"}'), 0);
+    assert.equal(s.get('leasehold_lease_lost_total{job="a"}'), 1);
+    assert.equal(s.get('leasehold_job_missed_total{job="a"}'), 4);
+    assert.equal(s.get('leasehold_job_skips_total{job="a",reason="claimed"}'), 1);
+    assert.equal(s.get('leasehold_job_skips_total{job="b",reason="overrun"}'), 1);
+    assert.equal(s.get('leasehold_job_skips_total{job="b",reason="claimed"}'), undefined, 'instance jobs are never claimed');
+    assert.equal(s.get('leasehold_job_run_duration_seconds_sum{job="a",outcome="succeeded"}'), 3);
+    assert.equal(s.get('leasehold_job_run_duration_seconds_bucket{le="1",job="a",outcome="succeeded"}'), 0);
+    assert.equal(s.get('leasehold_job_run_duration_seconds_bucket{le="2.5",job="a",outcome="succeeded"}'), 2);
+    assert.equal(s.get('leasehold_job_start_lag_seconds_count{job="a"}'), 1, 'manual runs have no lag');
+    assert.equal(s.get('leasehold_job_start_lag_seconds_sum{job="a"}'), 0.25);
+    for (const name of METRIC_NAMES) assert.ok([...s.keys()].some((k) => k.startsWith(name)), name);
+    m.detach();
+    core.emitter.emit('missed', { jobId: 'a', count: 1, afterTick: 0, beforeTick: t });
+    assert.equal(samples(await m.registry.metrics()).get('leasehold_job_missed_total{job="a"}'), 4, 'detached');
+  });
+
+  it('one registry per runner; the process metrics are shared, not collected twice', async () => {
+    const one = createRunnerMetrics(fakeCore([{ id: 'x', fixedRate: '1s' }]));
+    const two = createRunnerMetrics(fakeCore([{ id: 'y', fixedRate: '1s' }]));
+    const a = samples(await one.registry.metrics());
+    const b = samples(await two.registry.metrics());
+    assert.ok(a.has('leasehold_job_runs_total{job="x",outcome="succeeded"}'));
+    assert.ok(!a.has('leasehold_job_runs_total{job="y",outcome="succeeded"}'));
+    assert.ok(b.has('leasehold_job_runs_total{job="y",outcome="succeeded"}'));
+    assert.ok(a.has('process_cpu_user_seconds_total') && b.has('process_cpu_user_seconds_total'));
+    assert.match(one.registry.contentType, /^text\/plain/);
+    one.detach();
+    two.detach();
+  });
+});
