@@ -1,0 +1,111 @@
+/**
+ * Two nodes against one redis-server (SPEC 5): jobs that succeed, fail, run per instance
+ * and once per installation; the counters in Redis equal the runs and skips that happened,
+ * exactly, and both nodes answer the same.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createRedis } from '../src/redis/connection.js';
+import { keys as keyNames } from '../src/redis/keys.js';
+import { redisCoordinator } from '../src/lease/redis-coordinator.js';
+import type { RunEndedEvent, SkippedEvent } from '../src/runner/events.js';
+import { RunnerCore } from '../src/runner/runner.js';
+import { createStatusLayer, type StatusLayer } from '../src/status/index.js';
+import type { ClusterStatus } from '../src/status/model.js';
+import { memoryLogger } from './helpers/log.js';
+import { startRedis, type TestRedis } from './helpers/redis.js';
+
+const PREFIX = 'cluster-status-test';
+
+const JOBS = [
+  { id: 'everywhere', fixedRate: '200ms', run: () => sleep(5) },
+  { id: 'grumpy', fixedRate: '300ms', run: () => Promise.reject(new Error('nope')) },
+  { id: 'once', scope: 'installation', fixedRate: '250ms', lease: '2s', run: () => sleep(20) },
+  { id: 'once-failing', scope: 'installation', cron: '* * * * * *', lease: '2s', run: () => Promise.reject(new Error('down')) },
+  { id: 'slow', fixedRate: '100ms', run: () => sleep(250) },
+];
+
+interface TestNode {
+  core: RunnerCore;
+  layer: StatusLayer;
+  ended: RunEndedEvent[];
+  skipped: SkippedEvent[];
+}
+
+describe('two nodes', () => {
+  let server: TestRedis;
+  const nodes: TestNode[] = [];
+  const log = memoryLogger();
+
+  before(async () => {
+    server = await startRedis();
+    for (const id of ['node-a', 'node-b']) {
+      const core = new RunnerCore({ instanceId: id, logger: log.logger, shutdownGraceMs: 2_000 });
+      const lease = createRedis({ url: server.url, role: 'lease' });
+      lease.on('error', () => undefined);
+      const coordinator = redisCoordinator({ redis: lease, keys: keyNames(PREFIX), instanceId: id, logger: log.logger, ownsConnection: true });
+      core.setCoordinator(coordinator);
+      await coordinator.start();
+      for (const j of JOBS) core.add(j);
+      const layer = createStatusLayer({ core, redis: { url: server.url }, prefix: PREFIX, logger: log.logger });
+      core.setSettings(layer.settings);
+      const ended: RunEndedEvent[] = [];
+      const skipped: SkippedEvent[] = [];
+      core.on('runEnded', (e) => ended.push(e));
+      core.on('skipped', (e) => skipped.push(e));
+      await layer.start();
+      nodes.push({ core, layer, ended, skipped });
+    }
+    for (const n of nodes) n.core.start();
+  });
+  after(async () => {
+    for (const n of nodes) await n.layer.stop();
+    await server.stop();
+  });
+
+  it('counters equal what happened, exactly, and both nodes answer the same', async () => {
+    await sleep(3_000);
+    for (const n of nodes) await n.core.stop();
+    for (const n of nodes) assert.equal(await n.layer.flush(), true);
+    await sleep(1_100); // older than any cached snapshot
+
+    const admin = server.client();
+    const k = keyNames(PREFIX);
+    for (const { id } of JOBS) {
+      const ended = nodes.flatMap((n) => n.ended.filter((e) => e.jobId === id));
+      const skipped = nodes.flatMap((n) => n.skipped.filter((e) => e.jobId === id));
+      const stats = await admin.hgetall(k.stats(id));
+      const count = (pred: (e: RunEndedEvent) => boolean) => String(ended.filter(pred).length);
+      assert.equal(stats['runs'], String(ended.length), `${id}.runs`);
+      for (const outcome of ['succeeded', 'failed', 'timedOut', 'lockLost', 'interrupted']) {
+        assert.equal(stats[outcome], count((e) => e.outcome === outcome), `${id}.${outcome}`);
+      }
+      assert.equal(stats['skipped'], String(skipped.length), `${id}.skipped`);
+      assert.equal(stats['overruns'], String(skipped.filter((s) => s.reason === 'overrun').length), `${id}.overruns`);
+      assert.equal(stats['skippedClaimed'], String(skipped.filter((s) => s.reason === 'claimed').length), `${id}.skippedClaimed`);
+      assert.ok(ended.length > 0, `${id} ran`);
+      if (id !== 'once' && id !== 'once-failing') {
+        const rows = await admin.hgetall(k.instanceStats(id));
+        for (const n of nodes) {
+          assert.equal(rows[`${n.core.instanceId}.runs`], String(n.ended.filter((e) => e.jobId === id).length), `${id} on ${n.core.instanceId}`);
+        }
+      }
+    }
+    const once = nodes.flatMap((n) => n.ended.filter((e) => e.jobId === 'once'));
+    assert.equal(new Set(once.map((e) => e.scheduledAt)).size, once.length, 'installation ticks ran once');
+    assert.ok(nodes.flatMap((n) => n.skipped).some((s) => s.reason === 'claimed'), 'the other node skipped claimed ticks');
+    assert.ok(nodes.flatMap((n) => n.skipped).some((s) => s.reason === 'overrun'), 'the slow job overran');
+
+    const [a, b] = await Promise.all(nodes.map((n) => n.layer.api.clusterJson()));
+    const strip = (json: string | undefined) => ({ ...(JSON.parse(json ?? '{}') as ClusterStatus), generatedAt: '' });
+    const viewA = strip(a);
+    assert.deepEqual(viewA, strip(b), 'both nodes answer the same');
+    assert.deepEqual(viewA.instances.map((i) => i.id), ['node-a', 'node-b']);
+    const grumpy = viewA.jobs.find((j) => j.id === 'grumpy');
+    assert.equal(grumpy?.state, 'degraded');
+    assert.deepEqual(grumpy?.instances.map((r) => r.instanceId), ['node-a', 'node-b']);
+    assert.equal(viewA.jobs.find((j) => j.id === 'once-failing')?.state, 'degraded');
+    assert.equal(viewA.jobs.find((j) => j.id === 'everywhere')?.state, 'ok');
+  });
+});
