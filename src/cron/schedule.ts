@@ -38,7 +38,7 @@ const MAX_SEARCH_MS = utcMs(3000, 1, 2, 0, 0, 0);
  * Dropped candidates per call, at most. A skipped local time costs one drop per
  * spring-forward night, so 128 drops in a row are decades of an expression that
  * only ever names skipped times (`0 30 2 ? 3 SUN#2` in New York), which under
- * today's rules never fires. A day filter drops at most three days a month.
+ * today's rules never fires. A day filter drops at most a few days a month.
  */
 const MAX_DROPS = 128;
 
@@ -86,12 +86,13 @@ class SpringCronSchedule implements CronSchedule {
   }
 
   next(after: Date): Date | null {
-    const t = after instanceof Date ? after.getTime() : Number.NaN;
+    const t = typeof (after as Partial<Date> | null)?.getTime === 'function' ? after.getTime() : Number.NaN;
     if (Number.isNaN(t)) {
       throw new LeaseholdError(ErrorCodes.INVALID_STATE, `CronSchedule.next needs a valid Date, got ${String(after)}`);
     }
     if (t >= MAX_SEARCH_MS || this.#never) return null;
-    let from = t < MIN_SEARCH_MS ? new Date(MIN_SEARCH_MS) : after;
+    // croner wants a Date of this realm; a Date from another (a vm context) is copied.
+    let from = after instanceof Date && t >= MIN_SEARCH_MS ? after : new Date(Math.max(t, MIN_SEARCH_MS));
     if (!this.#checked) return this.#cron.nextRun(from);
     const w = this.#scratch;
     for (let drops = 0; drops < MAX_DROPS; drops++) {
@@ -102,11 +103,12 @@ class SpringCronSchedule implements CronSchedule {
         // croner moved a skipped local time to the end of the gap: that time does not exist, so no run.
         from = fire;
       } else if (this.#dayFilter !== null && !this.#dayFilter(w)) {
-        // Not the exact day: go on from the last second of that local day.
-        w.hour = 23;
-        w.minute = 59;
-        w.second = 59;
-        from = new Date(Math.max(zonedToInstant(this.#zone, w), fire.getTime()));
+        // Not the exact day: go on from just before the next local day begins.
+        w.day += 1;
+        w.hour = 0;
+        w.minute = 0;
+        w.second = 0;
+        from = new Date(Math.max(zonedToInstant(this.#zone, w) - 1, fire.getTime()));
       } else {
         return fire;
       }
