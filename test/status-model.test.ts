@@ -9,6 +9,7 @@ import type { Redis } from 'ioredis';
 import { keys as keyNames, type Keys } from '../src/redis/keys.js';
 import { degradedReasons, parseLease } from '../src/status/model.js';
 import { readCluster, readJob } from '../src/status/read.js';
+import { pruneInstanceRows } from '../src/status/prune.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
 
 const ZERO = {
@@ -110,6 +111,20 @@ describe('status model', () => {
     assert.deepEqual(j?.instances.map((r) => [r.instanceId, r.live, r.runs, r.lastOutcome]), [['node-b', false, 2, 'failed'], ['node.a', true, 3, 'succeeded']]);
     assert.equal(j?.instances[0]?.lastError, 'nope');
     assert.equal(j?.nextDueAt, iso(now + 5_000), 'the earliest next due of a live instance');
+  });
+
+  it('forgets the rows of instances gone for long, keeps live and recent ones', async () => {
+    const k = fresh();
+    const old = iso(now - 2 * 3_600_000);
+    await redis.hset(k.instanceStats('per-node'), {
+      'live.runs': '1', 'live.seenAt': old,
+      'gone.runs': '2', 'gone.seenAt': old,
+      'recent.runs': '3', 'recent.seenAt': iso(now - 60_000),
+    });
+    await redis.hset(k.instance('live'), 'id', 'live');
+    await redis.zadd(k.instances, now, 'live', now - 3_600_000, 'gone');
+    assert.equal(await pruneInstanceRows(redis, k, ['per-node', 'no-such-job'], now), 2);
+    assert.deepEqual((await redis.hkeys(k.instanceStats('per-node'))).sort(), ['live.runs', 'live.seenAt', 'recent.runs', 'recent.seenAt']);
   });
 
   it('one job with its recent runs; unknown ids and garbage are harmless', async () => {

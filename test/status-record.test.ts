@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
 import { isLeaseholdError } from '../src/errors.js';
 import { keys } from '../src/redis/keys.js';
-import { recordScript, type RecordBatch } from '../src/redis/status-commands.js';
+import { pruneScript, recordScript, type RecordBatch } from '../src/redis/status-commands.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
 
 describe('record.lua', () => {
@@ -124,6 +124,31 @@ describe('record.lua', () => {
     assert.equal(inst['node.a.nextDueAt'], 'x');
     assert.equal(inst['node-b.failed'], '1');
     assert.equal(inst['node-b.lastOutcome'], 'failed');
+  });
+
+  it('forgets writers not heard of for keepMs when a new writer comes', async () => {
+    const { k, job, send } = fresh();
+    await send('recent', 1, {});
+    await redis.hset(k.batches(job), 'ancient#1', '7:1000', 'garbage', 'x');
+    await send('recent', 2, {});
+    assert.deepEqual((await redis.hkeys(k.batches(job))).sort(), ['ancient#1', 'garbage', 'recent'], 'only a first batch prunes');
+    await send('newcomer', 1, {});
+    assert.deepEqual((await redis.hkeys(k.batches(job))).sort(), ['newcomer', 'recent']);
+    assert.match((await redis.hget(k.batches(job), 'recent')) ?? '', /^2:\d{13}$/);
+  });
+
+  it('prune.lua removes only the rows of gone instances last seen before the cutoff', async () => {
+    const { k, job } = fresh();
+    await redis.hset(k.instanceStats(job), {
+      'old.node.runs': '4', 'old.node.seenAt': '2026-01-01T00:00:00.000Z',
+      'old.node.x.runs': '1', 'old.node.x.seenAt': '2026-03-01T00:00:00.000Z',
+      'fresh.runs': '2', 'fresh.seenAt': '2026-03-01T00:00:00.000Z',
+      'noseen.runs': '1',
+    });
+    const removed = await pruneScript(redis, { instancesKey: k.instanceStats(job), cutoff: '2026-02-01T00:00:00.000Z', instanceIds: ['old.node', 'fresh', 'noseen', 'absent'] });
+    assert.equal(removed, 3);
+    assert.deepEqual((await redis.hkeys(k.instanceStats(job))).sort(), ['fresh.runs', 'fresh.seenAt', 'old.node.x.runs', 'old.node.x.seenAt']);
+    assert.equal(await pruneScript(redis, { instancesKey: k.instanceStats(job), cutoff: 'z', instanceIds: [] }), 0);
   });
 
   it('checks its arguments', async () => {

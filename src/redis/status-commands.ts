@@ -1,6 +1,7 @@
 /**
- * The typed wrapper of the status layer's Lua script (`scripts/record.lua`), registered with
- * ioredis `defineCommand` once per connection, as `./commands.ts` does for the lease scripts.
+ * The typed wrappers of the status layer's Lua scripts (`scripts/record.lua`,
+ * `scripts/prune.lua`), registered with ioredis `defineCommand` once per connection, as
+ * `./commands.ts` does for the lease scripts.
  * @module
  */
 import { readFileSync } from 'node:fs';
@@ -9,15 +10,27 @@ import { ErrorCodes, LeaseholdError } from '../errors.js';
 
 interface StatusScriptCommands {
   leaseholdRecord(stats: string, instances: string, runs: string, batches: string, writer: string, seq: string, batch: string, runsCap: string, keepMs: string): Promise<unknown>;
+  leaseholdPrune(instances: string, cutoff: string, ...ids: string[]): Promise<unknown>;
 }
 
-let recordLua: string | undefined;
+const SCRIPTS: ReadonlyArray<{ command: keyof StatusScriptCommands; file: string; numberOfKeys: number }> = [
+  { command: 'leaseholdRecord', file: 'record.lua', numberOfKeys: 4 },
+  { command: 'leaseholdPrune', file: 'prune.lua', numberOfKeys: 1 },
+];
+
+const sources = new Map<string, string>();
 const prepared = new WeakSet<Redis>();
 
 function commands(redis: Redis): StatusScriptCommands {
   if (!prepared.has(redis)) {
-    recordLua ??= readFileSync(new URL('./scripts/record.lua', import.meta.url), 'utf8');
-    redis.defineCommand('leaseholdRecord', { numberOfKeys: 4, lua: recordLua });
+    for (const { command, file, numberOfKeys } of SCRIPTS) {
+      let lua = sources.get(file);
+      if (lua === undefined) {
+        lua = readFileSync(new URL(`./scripts/${file}`, import.meta.url), 'utf8');
+        sources.set(file, lua);
+      }
+      redis.defineCommand(command, { numberOfKeys, lua });
+    }
     prepared.add(redis);
   }
   return redis as unknown as StatusScriptCommands;
@@ -79,4 +92,18 @@ export async function recordScript(redis: Redis, args: RecordScriptArgs): Promis
     throw new LeaseholdError(ErrorCodes.REDIS_ERROR, `unexpected reply from the record script: ${JSON.stringify(reply)}`);
   }
   return reply === 1;
+}
+
+/**
+ * Run `prune.lua`: removes the rows of the given (gone) instances from a job's per-instance
+ * hash when they were last seen before `cutoff`.
+ * @returns the number of fields removed.
+ */
+export async function pruneScript(redis: Redis, args: { instancesKey: string; cutoff: string; instanceIds: string[] }): Promise<number> {
+  if (args.instanceIds.length === 0) return 0;
+  const reply = await commands(redis).leaseholdPrune(args.instancesKey, args.cutoff, ...args.instanceIds);
+  if (typeof reply !== 'number' || !Number.isSafeInteger(reply)) {
+    throw new LeaseholdError(ErrorCodes.REDIS_ERROR, `unexpected reply from the prune script: ${JSON.stringify(reply)}`);
+  }
+  return reply;
 }

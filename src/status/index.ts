@@ -117,6 +117,7 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
     logger,
     now: () => core.now(),
     jobIds: () => core.jobs().map((v) => v.job.id),
+    instanceJobIds: () => core.jobs().filter((v) => v.job.scope === 'instance').map((v) => v.job.id),
   });
   const writer = new StatsWriter({
     core,

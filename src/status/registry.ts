@@ -9,6 +9,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Keys } from '../redis/keys.js';
 import { iso } from './batch.js';
+import { PRUNE_EVERY_MS, pruneInstanceRows } from './prune.js';
 
 /** The heartbeat is refreshed this often, in ms. */
 export const HEARTBEAT_MS = 5_000;
@@ -30,12 +31,15 @@ export interface RegistryOptions {
   readonly now: () => number;
   /** The ids of this node's jobs. */
   readonly jobIds: () => string[];
+  /** The ids of this node's instance jobs (whose rows of gone instances it prunes). */
+  readonly instanceJobIds: () => string[];
 }
 
 /** Registers jobs and keeps this node's heartbeat; see the module comment. */
 export class Registry {
   private readonly startedAt: string;
   private timer: NodeJS.Timeout | undefined;
+  private pruneTimer: NodeJS.Timeout | undefined;
   private beating: Promise<void> | undefined;
   private stopped = false;
   private failing = false;
@@ -49,6 +53,27 @@ export class Registry {
     await this.beat();
     this.timer = setInterval(() => void this.beat(), HEARTBEAT_MS);
     this.timer.unref();
+    // Spread over the interval, so nodes started together do not prune together.
+    this.pruneTimer = setTimeout(() => {
+      void this.prune();
+      this.pruneTimer = setInterval(() => void this.prune(), PRUNE_EVERY_MS);
+      this.pruneTimer.unref();
+    }, Math.floor(Math.random() * PRUNE_EVERY_MS));
+    this.pruneTimer.unref();
+  }
+
+  /** Removes the per-instance rows of instances gone for long; never throws. */
+  async prune(): Promise<number> {
+    const { redis, keys } = this.opts;
+    if (redis.status !== 'ready') return 0;
+    try {
+      const removed = await pruneInstanceRows(redis, keys, this.opts.instanceJobIds(), this.opts.now());
+      if (removed > 0) this.opts.logger.debug({ removed }, 'forgot the per-instance rows of instances gone for long');
+      return removed;
+    } catch (err) {
+      this.opts.logger.debug({ error: err instanceof Error ? err.message : String(err) }, 'pruning per-instance rows failed; trying again later');
+      return 0;
+    }
   }
 
   /** Adds job ids to the job set soon (a job added after start). */
@@ -100,6 +125,7 @@ export class Registry {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
+    if (this.pruneTimer) clearTimeout(this.pruneTimer);
     await this.beating;
     const { redis, keys, instanceId } = this.opts;
     if (redis.status !== 'ready') return;

@@ -195,7 +195,7 @@ export class StatsWriter {
     for (const [jobId, s] of this.slots) {
       if (!s.inflight) {
         if (s.pending.isEmpty) continue;
-        s.pending.setField('seenAt', iso(this.opts.core.now()));
+        s.pending.setField('seenAt', iso(this.opts.core.now()), true);
         s.inflight = { seq: ++this.seq, batch: s.pending.toRecord(this.opts.core.instanceId) };
         s.pending = new JobBatch(s.instanceScoped, RUNS_CAP);
       }

@@ -9,7 +9,7 @@
     KEYS[1] stats      hash  the job's cluster-wide counters and last outcome
     KEYS[2] instances  hash  per-instance fields `<instanceId>.<field>`
     KEYS[3] runs       list  recent runs, newest first, JSON strings
-    KEYS[4] batches    hash  writer id -> highest applied sequence number
+    KEYS[4] batches    hash  writer id -> `<highest applied sequence number>:<server time ms>`
 
     ARGV[1] writer     string   id of the writing node's stats writer (instance id and a nonce)
     ARGV[2] seq        integer  the batch's sequence number, increasing per writer
@@ -26,7 +26,9 @@
                          inst      object   { id, incr, last, set } for the writer's instance
                          runs      array    JSON strings, oldest first
     ARGV[4] runsCap    integer  length of the recent runs list, > 0
-    ARGV[5] keepMs     integer  ms; the batches hash expires this long after the last batch
+    ARGV[5] keepMs     integer  ms; a writer not heard of for this long is forgotten (its
+                                field is removed when another writer's first batch comes),
+                                and the batches hash expires this long after the last batch
 
   Output:
     1 when the batch was applied, 0 when this writer had applied it before.
@@ -54,9 +56,23 @@ if not keepMs or keepMs < 1 then
   return redis.error_reply('ERR leasehold record: keepMs must be a positive integer')
 end
 
-local applied = tonumber(redis.call('HGET', batchesKey, writer))
+local entry = redis.call('HGET', batchesKey, writer)
+local applied = entry and tonumber(string.match(entry, '^(%d+)'))
 if applied and applied >= seq then
   return 0
+end
+
+local time = redis.call('TIME')
+local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+if not entry then
+  -- A writer's first batch of this job (a node started): forget writers long gone.
+  local all = redis.call('HGETALL', batchesKey)
+  for i = 1, #all, 2 do
+    local at = tonumber(string.match(all[i + 1], ':(%d+)$'))
+    if not at or at < nowMs - keepMs then
+      redis.call('HDEL', batchesKey, all[i])
+    end
+  end
 end
 
 local COUNTERS = {
@@ -149,6 +165,6 @@ if type(batch.runs) == 'table' and #batch.runs > 0 then
   redis.call('LTRIM', runsKey, 0, runsCap - 1)
 end
 
-redis.call('HSET', batchesKey, writer, int(seq))
+redis.call('HSET', batchesKey, writer, int(seq) .. ':' .. int(nowMs))
 redis.call('PEXPIRE', batchesKey, int(keepMs))
 return 1
