@@ -1,0 +1,119 @@
+/**
+ * Control through Redis (SPEC 6), as an operator does it with redis-cli: HSET a pause (in
+ * force within a second), a resume, a new schedule (at the next fire at the latest), a bad
+ * value (invalidSchedule with its cause, then fixed); and "run now" of an instance job
+ * reaching every node.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Redis } from 'ioredis';
+import { keys as keyNames } from '../src/redis/keys.js';
+import type { RunStartedEvent } from '../src/runner/events.js';
+import { RunnerCore } from '../src/runner/runner.js';
+import { createStatusLayer, type StatusLayer } from '../src/status/index.js';
+import { memoryLogger } from './helpers/log.js';
+import { startRedis, type TestRedis } from './helpers/redis.js';
+
+const PREFIX = 'control-test';
+const k = keyNames(PREFIX);
+
+interface TestNode {
+  core: RunnerCore;
+  layer: StatusLayer;
+  started: RunStartedEvent[];
+  warnings: string[];
+}
+
+async function until(what: string, f: () => boolean | Promise<boolean>, ms = 5_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await f())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+describe('control through redis', () => {
+  let server: TestRedis;
+  let cli: Redis;
+  const nodes: TestNode[] = [];
+  const log = memoryLogger();
+
+  before(async () => {
+    server = await startRedis();
+    cli = server.client();
+    for (const id of ['c-1', 'c-2']) {
+      const core = new RunnerCore({ instanceId: id, logger: log.logger, shutdownGraceMs: 200 });
+      core.add({ id: 'beat', fixedRate: '100ms', run: () => undefined });
+      core.add({ id: 'rare', fixedRate: '1h', initialDelay: '1h', run: () => undefined });
+      const layer = createStatusLayer({ core, redis: { url: server.url }, prefix: PREFIX, logger: log.logger, adminToken: 'tok' });
+      core.setSettings(layer.settings);
+      const started: RunStartedEvent[] = [];
+      const warnings: string[] = [];
+      core.on('runStarted', (e) => started.push(e));
+      core.on('warning', (e) => warnings.push(e.message));
+      await layer.start();
+      core.start();
+      nodes.push({ core, layer, started, warnings });
+    }
+  });
+  after(async () => {
+    for (const n of nodes) {
+      await n.core.stop();
+      await n.layer.stop();
+    }
+    await server.stop();
+  });
+
+  it('HSET <job>.paused true stops the job within a second on every node; false resumes it', async () => {
+    await until('beats', () => nodes.every((n) => n.started.filter((e) => e.jobId === 'beat').length >= 2));
+    await cli.hset(k.settings, 'beat.paused', 'true');
+    const t0 = Date.now();
+    await until('paused everywhere', () => nodes.every((n) => n.core.job('beat')?.state === 'paused'), 1_000);
+    assert.ok(Date.now() - t0 <= 1_000);
+    await sleep(150);
+    const counts = nodes.map((n) => n.started.filter((e) => e.jobId === 'beat').length);
+    await sleep(500);
+    assert.deepEqual(nodes.map((n) => n.started.filter((e) => e.jobId === 'beat').length), counts, 'no run while paused');
+    await cli.hset(k.settings, 'beat.paused', 'false');
+    await until('running again', () => nodes.every((n, i) => n.started.filter((e) => e.jobId === 'beat').length > (counts[i] ?? 0)), 1_500);
+  });
+
+  it('HSET <job>.fixedRate reschedules without a restart; the status shows the new schedule', async () => {
+    assert.equal(nodes[0]?.started.filter((e) => e.jobId === 'rare').length, 0);
+    await cli.hset(k.settings, 'rare.fixedRate', '150ms');
+    await until('rare runs at the new cadence', () => nodes.every((n) => n.started.filter((e) => e.jobId === 'rare').length >= 3), 3_000);
+    await until('schedule in the status', async () => (await cli.hget(k.stats('rare'), 'schedule')) === '150ms');
+    assert.equal(await cli.hget(k.stats('rare'), 'intervalMs'), '150');
+    const status = await nodes[0]?.layer.read();
+    assert.deepEqual(status?.jobs.find((j) => j.id === 'rare')?.settings, { fixedRate: '150ms' });
+  });
+
+  it('a bad value marks the job invalidSchedule with its cause; fixing it clears that', async () => {
+    await cli.hset(k.settings, 'rare.fixedRate', 'often');
+    await until('invalid', () => nodes.every((n) => n.core.job('rare')?.state === 'invalidSchedule'), 2_000);
+    await until('cause in Redis', async () => ((await cli.hget(k.stats('rare'), 'invalidCause')) ?? '').includes('often'));
+    await until('status shows it', async () => {
+      const j = (await nodes[1]?.layer.api.job('rare'));
+      return j?.state === 'invalidSchedule' && /often/.test(j.invalidCause ?? '');
+    });
+    assert.equal(nodes[0]?.core.job('beat')?.state, 'ok', 'other jobs are untouched');
+    await cli.hset(k.settings, 'beat.paused', 'maybe');
+    await sleep(700);
+    assert.equal(nodes[0]?.core.job('beat')?.state, 'ok', 'a bad paused value is ignored');
+    for (const n of nodes) assert.equal(n.warnings.filter((w) => w.includes('beat.paused is "maybe"')).length, 1, 'warned once');
+    await cli.hdel(k.settings, 'rare.fixedRate', 'beat.paused');
+    await until('valid again', () => nodes.every((n) => n.core.job('rare')?.state === 'ok'), 2_000);
+    await until('cause cleared', async () => (await cli.hget(k.stats('rare'), 'invalidCause')) === '');
+  });
+
+  it('run now of an instance job reaches every node', async () => {
+    await cli.hset(k.settings, 'rare.fixedRate', '1h');
+    await sleep(700);
+    const before = nodes.map((n) => n.started.filter((e) => e.jobId === 'rare' && e.manual).length);
+    const res = await nodes[0]?.layer.api.run('rare');
+    assert.equal(res?.statusCode, 202);
+    assert.equal(res?.body['notified'], 2);
+    await until('ran on both', () => nodes.every((n, i) => n.started.filter((e) => e.jobId === 'rare' && e.manual).length === (before[i] ?? 0) + 1), 2_000);
+  });
+});
