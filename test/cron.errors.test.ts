@@ -128,6 +128,10 @@ describe('zones', () => {
   test('validateZone of a non-string is INVALID_ZONE', () => {
     assert.throws(() => validateZone(7 as unknown as string), (err: unknown) => isLeaseholdError(err, 'INVALID_ZONE'));
   });
+  test('the same expression in the same zone parses to the same immutable schedule', () => {
+    assert.equal(parseCron('0 */5 * * * *', { zone: 'Europe/Berlin' }), parseCron(' 0 */5 * * * * ', { zone: 'europe/berlin' }));
+    assert.notEqual(parseCron('0 */5 * * * *', { zone: 'Europe/Berlin' }), parseCron('0 */5 * * * *'));
+  });
   test('next() of an invalid date is an error, not a silent null', () => {
     assert.throws(() => parseCron('* * * * * *').next(new Date(Number.NaN)), (err: unknown) => isLeaseholdError(err));
   });

@@ -28,6 +28,14 @@ const MACROS: ReadonlyMap<string, string> = new Map([
 
 type SixParts = [string, string, string, string, string, string];
 
+/**
+ * Recently parsed schedules by zone and expression. A schedule is immutable, so
+ * one instance serves every caller; a setting re-read at every fire then costs
+ * a lookup. Bounded, because each croner instance holds a 10,000-entry year table.
+ */
+const recent = new Map<string, CronSchedule>();
+const MAX_RECENT = 64;
+
 function invalid(expression: string, why: string): LeaseholdError {
   return new LeaseholdError(ErrorCodes.INVALID_CRON, `Invalid cron expression ${quote(expression)}: ${why}`);
 }
@@ -75,7 +83,16 @@ export function parseCron(expr: string, opts: ParseCronOptions = {}): CronSchedu
   const expression = expr.trim();
   if (expression === '') throw new LeaseholdError(ErrorCodes.INVALID_CRON, 'Invalid cron expression: it is empty');
   const zone = resolveZone(opts?.zone ?? 'UTC');
+  const key = `${zone.id}\n${expression}`;
+  const known = recent.get(key);
+  if (known !== undefined) return known;
+  const schedule = build(expression, zone);
+  if (recent.size >= MAX_RECENT) recent.delete(recent.keys().next().value ?? key);
+  recent.set(key, schedule);
+  return schedule;
+}
 
+function build(expression: string, zone: ResolvedZone): CronSchedule {
   let body = expression;
   if (expression.startsWith('@')) {
     const macro = MACROS.get(expression.toLowerCase());

@@ -42,6 +42,20 @@ function invalidZone(zone: unknown, why: string): LeaseholdError {
  */
 export function resolveZone(zone: unknown): ResolvedZone {
   if (typeof zone !== 'string' || zone === '') throw invalidZone(zone, 'expected an IANA zone id, a fixed offset such as +02:00, or UTC');
+  let resolved = resolvedZones.get(zone);
+  if (resolved === undefined) {
+    resolved = resolve(zone);
+    if (resolvedZones.size >= MAX_RESOLVED) resolvedZones.clear();
+    resolvedZones.set(zone, resolved);
+  }
+  return resolved;
+}
+
+/** Zones already checked: building an `Intl.DateTimeFormat` costs about 0.1 ms. Only valid zones are kept. */
+const resolvedZones = new Map<string, ResolvedZone>();
+const MAX_RESOLVED = 1024;
+
+function resolve(zone: string): ResolvedZone {
   if (zone === 'Z' || zone.toUpperCase() === 'UTC') return UTC;
   const m = OFFSET.exec(zone);
   if (m !== null) {
