@@ -151,13 +151,17 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
     settings,
     metrics: metrics.registry,
     api,
-    routes: async (app) => app.register(leaseholdRoutes, { api, ...(opts.adminToken ? { adminToken: opts.adminToken } : {}) }),
+    routes: async (app) => {
+      await app.register(leaseholdRoutes, { api, ...(opts.adminToken ? { adminToken: opts.adminToken } : {}) });
+    },
     async start() {
       if (started) return;
       started = true;
+      let reachable = true;
       try {
         await whenReady(redis, START_WAIT_MS);
       } catch (err) {
+        reachable = false;
         logger.warn({ error: message(err) }, 'Redis is not reachable for the status yet; counting in memory and retrying');
       }
       const subscribed = subscribeControl(sub, keys.control, logger, (m) => {
@@ -172,7 +176,8 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
       settings.start();
       writer.start();
       await registry.start();
-      await Promise.race([subscribed.catch(() => undefined), new Promise((r) => setTimeout(r, START_WAIT_MS).unref())]);
+      // With Redis there, be subscribed before the first fire; without, go on (it resubscribes).
+      if (reachable) await Promise.race([subscribed.catch(() => undefined), new Promise((r) => setTimeout(r, START_WAIT_MS).unref())]);
     },
     async stop() {
       metrics.detach();

@@ -158,11 +158,16 @@ export class StatsWriter {
     if (view) s.pending.describe(describeJob(view));
   }
 
+  /**
+   * Every job's fields again: created if absent, description, and this node's view of the
+   * schedule's validity (so a cause written by a node that is gone does not stay forever).
+   */
   private touch(): void {
     const now = iso(this.opts.core.now());
     for (const view of this.opts.core.jobs()) {
       const s = this.slot(view.job.id);
       s.pending.initialize(describeJob(view), now);
+      s.pending.setField('invalidCause', view.state === 'invalidSchedule' ? (view.invalidCause ?? 'invalid schedule') : '');
     }
   }
 
