@@ -49,7 +49,7 @@ export const CONFIG: readonly ConfigEntry[] = [
   { key: 'port', flag: '--port', env: 'PORT', default: '3000', description: 'HTTP port of the status API; `0` picks a free port (the node logs it).' },
   { key: 'host', flag: '--host', env: 'HOST', default: '0.0.0.0', description: 'Address the HTTP server listens on.' },
   { key: 'instanceId', flag: '--instance-id', env: 'LEASEHOLD_INSTANCE_ID', default: '<host>-<pid>', description: 'This node\'s id in the status and in lease values.' },
-  { key: 'adminToken', flag: undefined, env: 'LEASEHOLD_ADMIN_TOKEN', default: '(none: admin routes refused)', description: 'Bearer token for `POST /manage/jobs/:id/run|pause|resume`.' },
+  { key: 'adminToken', flag: undefined, env: 'LEASEHOLD_ADMIN_TOKEN', default: '(none: admin routes refused)', description: 'Bearer token of the admin routes (`POST /manage/jobs/:id/run`, `/pause`, `/resume`).' },
   { key: 'shutdownGrace', flag: '--shutdown-grace', env: 'LEASEHOLD_SHUTDOWN_GRACE', default: '10s', description: 'How long shutdown waits for runs in progress before aborting them.' },
   { key: 'privateRedis', flag: '--private-redis', env: undefined, boolean: true, default: 'off', description: 'When no Redis is configured, start a private `redis-server` from the PATH on a free port (no persistence) and stop it when the node exits. `npm start` uses it.' },
   { key: 'logLevel', flag: '--log-level', env: 'LOG_LEVEL', default: 'info', description: 'pino level: fatal, error, warn, info, debug, trace or silent.' },
@@ -95,4 +95,11 @@ export function readConfig(flags: Record<string, string | boolean | undefined>, 
     logLevel: out['logLevel'] ?? 'info',
     privateRedis: out['privateRedis'] === 'true',
   };
+}
+
+/** The README's configuration table, rendered from {@link CONFIG}. */
+export function renderConfigTable(): string {
+  const cell = (s: string | undefined) => (s === undefined ? '' : s.includes('`') || s.startsWith('(') ? s : `\`${s}\``);
+  const rows = CONFIG.map((e) => `| ${cell(e.flag) || '—'} | ${cell(e.env) || '—'} | ${cell(e.default)} | ${e.description} |`);
+  return ['| flag | environment | default | meaning |', '|---|---|---|---|', ...rows].join('\n');
 }
