@@ -211,7 +211,7 @@ describe('infra/prometheus/alerts.yml', () => {
       const name = String(a['alert']);
       assert.match(name, /^Leasehold[A-Z]\w+$/);
       assert.ok(typeof a['expr'] === 'string' && a['expr'].trim() !== '', `${name}: expr`);
-      assert.ok(promDuration(a['for']) > 0, `${name}: for`);
+      assert.ok(a['for'] !== undefined && promDuration(a['for']) > 0, `${name}: for`);
       assert.ok(['critical', 'warning', 'info'].includes(String(obj(a['labels'], `${name} labels`)['severity'])), `${name}: severity`);
       const annotations = obj(a['annotations'], `${name} annotations`);
       for (const key of ['summary', 'description']) assert.ok(typeof annotations[key] === 'string' && annotations[key] !== '', `${name}: ${key}`);
