@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { CONFIG } from '../src/cli/config.js';
@@ -182,14 +182,17 @@ describe('infra/Dockerfile', () => {
     assert.ok(scriptTimeout > 0 && goDurationMs(timeout) > scriptTimeout, 'the script gives up (and says why) before Docker kills it');
   });
 
-  it('starts node directly with the example jobs, so SIGTERM reaches it', () => {
+  it('starts node directly with the example jobs of npm start, so SIGTERM reaches it', (t: TestContext) => {
     assert.equal(lastOf(finalStage, 'STOPSIGNAL')?.args, 'SIGTERM');
     assert.equal(lastOf(finalStage, 'ENTRYPOINT'), undefined, 'no entrypoint wrapper');
     const cmd = execForm(lastOf(finalStage, 'CMD')?.args ?? '');
     assert.ok(cmd, 'CMD in exec form (a shell form would make sh PID 1)');
     assert.deepEqual(cmd.slice(0, 3), ['node', 'bin/leasehold.js', 'start']);
-    assert.equal(cmd[cmd.indexOf('--jobs') + 1], 'examples/jobs.ts');
     assert.ok(exists('bin/leasehold.js'));
+    const jobs = cmd[cmd.indexOf('--jobs') + 1] ?? '';
+    const start = String(obj(obj(JSON.parse(read('package.json')), 'package.json')['scripts'], 'scripts')['start']);
+    assert.equal(/--jobs\s+(\S+)/.exec(start)?.[1], jobs, 'the same module as npm start');
+    if (!exists(jobs)) t.diagnostic(`${jobs} does not exist yet`);
   });
 
   it('exposes the status port the node listens on', () => {
