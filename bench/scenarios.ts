@@ -1,0 +1,116 @@
+/**
+ * The scenarios and the benchmark's settings, read from the environment.
+ * @module
+ */
+import { SYSTEMS, type SystemName } from './protocol.js';
+
+/** A scenario that runs a system's processes for a while and judges every tick (S1 to S3). */
+export interface TimedScenario {
+  readonly name: 'S1' | 'S2' | 'S3';
+  readonly description: string;
+  readonly jobs: number;
+  readonly cron: string;
+  readonly periodMs: number;
+  readonly processes: number;
+  /** From spawning the processes to stopping them. */
+  readonly durationMs: number;
+  /** Ticks are judged from this long after every process is ready... */
+  readonly settleMs: number;
+  /** ...to this long before the processes stop, so late runs of the last ticks are seen. */
+  readonly tailMs: number;
+  /** kill -9 one process a third of the way through. */
+  readonly crash: boolean;
+}
+
+/** S4: the status API and the memory of a node holding many jobs. */
+export interface StatusScenario {
+  readonly name: 'S4';
+  readonly description: string;
+  readonly jobs: number;
+  readonly cron: string;
+  readonly processes: number;
+  /** How long requests are sent, one every `requestEveryMs`. */
+  readonly requestsForMs: number;
+  readonly requestEveryMs: number;
+  /** Jobs held by the node whose memory is measured. */
+  readonly holdJobs: number;
+  readonly holdCron: string;
+  /** How long the holding node runs before its RSS is read. */
+  readonly holdSettleMs: number;
+}
+
+/** Every scenario name. */
+export const SCENARIO_NAMES = ['S1', 'S2', 'S3', 'S4'] as const;
+/** One of {@link SCENARIO_NAMES}. */
+export type ScenarioName = (typeof SCENARIO_NAMES)[number];
+
+/** The benchmark's settings. */
+export interface BenchSettings {
+  readonly quick: boolean;
+  readonly scenarios: readonly ScenarioName[];
+  readonly systems: readonly SystemName[];
+  /** Lease time of leasehold jobs, TTL of redlock locks, lock and stalled-check time of BullMQ. */
+  readonly leaseMs: number;
+  /** Overrides the duration of S1 to S3 (seconds); for the harness's own test. */
+  readonly durationOverrideMs: number | undefined;
+  /** Where the results are written. */
+  readonly outFile: string;
+}
+
+function list<T extends string>(raw: string | undefined, all: readonly T[], what: string): T[] {
+  if (raw === undefined || raw.trim() === '') return [...all];
+  const picked = raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  for (const p of picked) {
+    if (!(all as readonly string[]).includes(p)) throw new Error(`${what}: unknown ${JSON.stringify(p)}; expected some of ${all.join(',')}`);
+  }
+  return all.filter((a) => picked.includes(a));
+}
+
+function positive(raw: string | undefined, what: string): number | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  const v = Number(raw);
+  if (!Number.isFinite(v) || v <= 0) throw new Error(`${what}: ${JSON.stringify(raw)} is not a positive number`);
+  return v;
+}
+
+/** Reads the settings from `env`. */
+export function readSettings(env: NodeJS.ProcessEnv, defaultOut: string): BenchSettings {
+  const duration = positive(env['BENCH_DURATION_S'], 'BENCH_DURATION_S');
+  return {
+    quick: env['BENCH_QUICK'] === '1' || env['BENCH_QUICK'] === 'true',
+    scenarios: list(env['BENCH_SCENARIOS'], SCENARIO_NAMES, 'BENCH_SCENARIOS'),
+    systems: list(env['BENCH_SYSTEMS'], SYSTEMS, 'BENCH_SYSTEMS'),
+    leaseMs: positive(env['BENCH_LEASE_MS'], 'BENCH_LEASE_MS') ?? 5_000,
+    durationOverrideMs: duration === undefined ? undefined : duration * 1000,
+    outFile: env['BENCH_OUT'] ?? defaultOut,
+  };
+}
+
+/** S1 to S3 as the settings shape them. */
+export function timedScenario(name: 'S1' | 'S2' | 'S3', s: BenchSettings): TimedScenario {
+  const secs = (full: number, quick: number): number => s.durationOverrideMs ?? (s.quick ? quick : full) * 1000;
+  switch (name) {
+    case 'S1':
+      return { name, description: '20 installation jobs every second, 3 processes', jobs: 20, cron: '* * * * * *', periodMs: 1_000, processes: 3, durationMs: secs(60, 15), settleMs: 300, tailMs: 1_000, crash: false };
+    case 'S2':
+      return { name, description: 'as S1, kill -9 of one process a third of the way through', jobs: 20, cron: '* * * * * *', periodMs: 1_000, processes: 3, durationMs: secs(60, 15), settleMs: 300, tailMs: 1_000, crash: true };
+    case 'S3':
+      return { name, description: '1,000 installation jobs every 10 s, 3 processes', jobs: 1_000, cron: '*/10 * * * * *', periodMs: 10_000, processes: 3, durationMs: secs(60, 25), settleMs: 500, tailMs: 2_500, crash: false };
+  }
+}
+
+/** S4 as the settings shape it. */
+export function statusScenario(s: BenchSettings): StatusScenario {
+  return {
+    name: 'S4',
+    description: 'GET /manage/jobs with 1,000 jobs on 3 instances; RSS of one process holding 10,000 jobs',
+    jobs: 1_000,
+    cron: '*/10 * * * * *',
+    processes: 3,
+    requestsForMs: s.quick ? 3_000 : 25_000,
+    requestEveryMs: 10,
+    holdJobs: 10_000,
+    holdCron: '0 0 * * * *',
+    holdSettleMs: s.quick ? 1_500 : 5_000,
+  };
+}

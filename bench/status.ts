@@ -1,0 +1,227 @@
+/**
+ * S4: latency of `GET /manage/jobs` on real `leasehold start` nodes, and the memory of one
+ * process holding 10,000 jobs (leasehold's node, and the peers' workers for comparison).
+ * @module
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { Agent, get } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { freePort } from '../test/helpers/redis.js';
+import { spread, type Spread } from './analyze.js';
+import { ROOT, spawnWorker } from './cluster.js';
+import type { SystemName } from './protocol.js';
+import { startBenchRedis, type BenchRedis } from './redis.js';
+import type { StatusScenario } from './scenarios.js';
+
+/** Latency of one kind of request. */
+export interface HttpFigures extends Spread {
+  readonly requests: number;
+  readonly errors: number;
+  readonly statuses: Readonly<Record<string, number>>;
+  readonly bodyBytes: number;
+}
+
+/** S4 figures of one system. */
+export interface StatusFigures {
+  /** `GET /manage/jobs` with `jobs` jobs on `processes` nodes; null when the route is not there. */
+  readonly manageJobs: HttpFigures | null;
+  /** RSS of one process holding `holdJobs` jobs, MB. */
+  readonly holdRssMb: number | null;
+  readonly holdJobs: number;
+  /** `GET /manage/jobs` on the node holding `holdJobs` jobs. */
+  readonly manageJobsHold?: HttpFigures | null;
+  readonly note?: string;
+}
+
+const BIN = `${ROOT}bin/leasehold.js`;
+
+/** A `leasehold start` node. */
+interface CliNode {
+  readonly child: ChildProcess;
+  readonly port: number;
+  readonly started: Promise<void>;
+  stop(): Promise<void>;
+  output(): string;
+}
+
+function startNode(redis: BenchRedis, prefix: string, index: number, port: number, jobs: number, cron: string): CliNode {
+  const child = spawn(process.execPath, [BIN, 'start', '--jobs', 'bench/workers/status-jobs.ts'], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      REDIS_URL: redis.url,
+      LEASEHOLD_PREFIX: prefix,
+      LEASEHOLD_INSTANCE_ID: `bench-${index}`,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      LEASEHOLD_SHUTDOWN_GRACE: '1s',
+      BENCH_JOBS: String(jobs),
+      BENCH_CRON: cron,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const started = new Promise<void>((resolve, reject) => {
+    const onData = (d: Buffer): void => {
+      out = (out + d.toString()).slice(-8000);
+      if (out.includes('"leasehold runner started"')) resolve();
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    void exited.then(() => reject(new Error(`leasehold node ${index} exited before it started: ${out}`)));
+  });
+  started.catch(() => undefined);
+  process.once('exit', () => child.kill('SIGKILL'));
+  return {
+    child,
+    port,
+    started,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 3_000);
+      await exited;
+      clearTimeout(timer);
+    },
+    output: () => out,
+  };
+}
+
+const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+
+/** One GET; rejects on a connection error. */
+function request(port: number, path: string): Promise<{ status: number; ms: number; bytes: number }> {
+  return new Promise((resolve, reject) => {
+    const t = performance.now();
+    const req = get({ host: '127.0.0.1', port, path, agent }, (res) => {
+      let bytes = 0;
+      res.on('data', (chunk: Buffer) => (bytes += chunk.length));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - t, bytes }));
+      res.on('error', reject);
+    });
+    req.setTimeout(10_000, () => req.destroy(new Error('no answer within 10 s')));
+    req.on('error', reject);
+  });
+}
+
+/** Whether the node answers `path` within `ms` (any status other than 404). */
+async function answers(port: number, path: string, ms: number): Promise<boolean> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    try {
+      const r = await request(port, path);
+      return r.status !== 404;
+    } catch {
+      await sleep(100);
+    }
+  }
+  return false;
+}
+
+/** Sends one request every `everyMs` for `forMs`, round robin over `ports`. */
+async function measure(ports: readonly number[], path: string, forMs: number, everyMs: number): Promise<HttpFigures> {
+  const latencies: number[] = [];
+  const statuses: Record<string, number> = {};
+  let errors = 0;
+  let bytes = 0;
+  const t0 = Date.now();
+  for (let i = 0; Date.now() - t0 < forMs; i++) {
+    const due = t0 + i * everyMs;
+    if (due > Date.now()) await sleep(due - Date.now());
+    try {
+      const r = await request(ports[i % ports.length] ?? 0, path);
+      latencies.push(r.ms);
+      statuses[r.status] = (statuses[r.status] ?? 0) + 1;
+      if (r.status !== 200) errors++;
+      bytes = Math.max(bytes, r.bytes);
+    } catch {
+      errors++;
+    }
+  }
+  return { ...spread(latencies), requests: latencies.length, errors, statuses, bodyBytes: bytes };
+}
+
+/** RSS of a process from /proc, MB (null where /proc is not there). */
+function rssMb(pid: number): number | null {
+  try {
+    const kb = Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+    return Number.isFinite(kb) ? Math.round((kb / 1024) * 10) / 10 : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Leasehold: the status API on 3 nodes with 1,000 jobs. */
+async function statusLatency(s: StatusScenario): Promise<{ figures: HttpFigures | null; note?: string }> {
+  const redis = await startBenchRedis();
+  const nodes: CliNode[] = [];
+  try {
+    for (let i = 0; i < s.processes; i++) nodes.push(startNode(redis, 'bench-s4', i, await freePort(), s.jobs, s.cron));
+    await Promise.all(nodes.map((n) => n.started));
+    const ports = nodes.map((n) => n.port);
+    const up = await Promise.all(ports.map((p) => answers(p, '/manage/jobs', 3_000)));
+    if (!up.every(Boolean)) return { figures: null, note: 'GET /manage/jobs is not served by `leasehold start` yet' };
+    return { figures: await measure(ports, '/manage/jobs', s.requestsForMs, s.requestEveryMs) };
+  } finally {
+    await Promise.all(nodes.map((n) => n.stop()));
+    await redis.stop();
+  }
+}
+
+/** Every selected system holding 10,000 jobs at once, each in one process, on one Redis. */
+async function holdMemory(s: StatusScenario, systems: readonly SystemName[]): Promise<Map<SystemName, { rssMb: number | null; manageJobs?: HttpFigures | null }>> {
+  const redis = await startBenchRedis();
+  const out = new Map<SystemName, { rssMb: number | null; manageJobs?: HttpFigures | null }>();
+  const stops: Array<() => Promise<void>> = [];
+  try {
+    const pids = await Promise.all(
+      systems.map(async (system) => {
+        const prefix = `bench-hold-${system}`;
+        if (system === 'leasehold') {
+          const node = startNode(redis, prefix, 0, await freePort(), s.holdJobs, s.holdCron);
+          stops.push(() => node.stop());
+          await node.started;
+          return { system, pid: node.child.pid ?? 0, port: node.port };
+        }
+        const w = spawnWorker({ system, index: 0, redisUrl: redis.url, prefix, jobs: s.holdJobs, cron: s.holdCron, periodMs: 3_600_000, leaseMs: 30_000, recordFile: '', setup: true });
+        stops.push(() => w.stop(3_000));
+        await w.ready;
+        return { system, pid: w.pid, port: undefined };
+      }),
+    );
+    await sleep(s.holdSettleMs);
+    for (const p of pids) {
+      let manageJobs: HttpFigures | null | undefined;
+      if (p.port !== undefined) {
+        manageJobs = (await answers(p.port, '/manage/jobs', 1_000)) ? await measure([p.port], '/manage/jobs', Math.min(s.requestsForMs, 2_000), 50) : null;
+      }
+      out.set(p.system, { rssMb: rssMb(p.pid), ...(manageJobs !== undefined ? { manageJobs } : {}) });
+    }
+    return out;
+  } finally {
+    await Promise.all(stops.map((stop) => stop()));
+    await redis.stop();
+  }
+}
+
+/** Runs S4 for the selected systems. */
+export async function runStatus(s: StatusScenario, systems: readonly SystemName[]): Promise<Partial<Record<SystemName, StatusFigures>>> {
+  const latency = systems.includes('leasehold') ? await statusLatency(s) : undefined;
+  const hold = await holdMemory(s, systems);
+  const result: Partial<Record<SystemName, StatusFigures>> = {};
+  for (const system of systems) {
+    const h = hold.get(system);
+    result[system] = {
+      manageJobs: system === 'leasehold' ? (latency?.figures ?? null) : null,
+      holdRssMb: h?.rssMb ?? null,
+      holdJobs: s.holdJobs,
+      ...(h?.manageJobs !== undefined ? { manageJobsHold: h.manageJobs } : {}),
+      ...(system === 'leasehold' && latency?.note ? { note: latency.note } : system !== 'leasehold' ? { note: 'no status API; RSS of one worker' } : {}),
+    };
+  }
+  return result;
+}

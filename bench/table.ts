@@ -1,0 +1,52 @@
+/**
+ * The printed table: one row per scenario and system.
+ * @module
+ */
+import type { BenchResults } from './harness.js';
+
+function cell(v: number | string | undefined | null): string {
+  if (v === undefined || v === null) return '-';
+  return typeof v === 'number' ? String(Math.round(v * 100) / 100) : v;
+}
+
+/** Formats rows as aligned text columns. */
+export function columns(header: readonly string[], rows: ReadonlyArray<readonly string[]>): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (r: readonly string[]): string => r.map((c, i) => (i < 2 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ');
+  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+}
+
+/** The results as text. */
+export function formatTable(results: BenchResults): string {
+  const timedHeader = ['scenario', 'system', 'runs', 'dup', 'miss', 'late p50', 'p99', 'max', 'redis cmd/run', 'sent/run', 'writes/run', 'redis cpu ms/run', 'cpu ms/run', 'rss MB'];
+  const timed: string[][] = [];
+  const crashes: string[][] = [];
+  const status: string[][] = [];
+  for (const s of results.scenarios) {
+    for (const [system, f] of Object.entries(s.systems)) {
+      if (f === undefined) continue;
+      if ('error' in f) {
+        timed.push([s.name, system, `error: ${f.error}`]);
+        continue;
+      }
+      if ('runs' in f) {
+        timed.push([s.name, system, cell(f.runs), cell(f.duplicates), cell(f.misses), cell(f.latenessMs.p50), cell(f.latenessMs.p99), cell(f.latenessMs.max), cell(f.redisCommandsPerRun), cell(f.redisRoundTripsPerRun), cell(f.redisBatchesPerRun), cell(f.redisCpuMsPerRun), cell(f.cpuMsPerRun), cell(f.rssMb)]);
+        if (f.crash) {
+          const c = f.crash;
+          crashes.push([s.name, system, cell(c.atMs), cell(c.inFlightAtKill), cell(f.misses), cell(c.missesBeyondLease), cell(c.lateTicks), cell(c.lateMs.p50), cell(c.lateMs.max), cell(c.inFlightRerun), cell(c.inFlightRerunLateMs.max)]);
+        }
+      } else {
+        const h = f.manageJobs;
+        status.push([s.name, system, h ? cell(h.p50) : '-', h ? cell(h.p99) : '-', h ? cell(h.requests) : '-', h ? cell(h.errors) : '-', cell(f.holdRssMb), f.note ?? '']);
+      }
+    }
+  }
+  const parts = [columns(timedHeader, timed)];
+  if (crashes.length > 0) {
+    parts.push(columns(['scenario', 'system', 'kill at ms', 'in flight', 'miss', 'miss beyond lease', 'late ticks', 'late p50', 'late max', 'in-flight re-run', 're-run late max'], crashes));
+  }
+  if (status.length > 0) {
+    parts.push(columns(['scenario', 'system', 'GET p50 ms', 'p99 ms', 'requests', 'errors', 'RSS MB (10k jobs)', 'note'], status));
+  }
+  return parts.join('\n\n');
+}

@@ -1,0 +1,158 @@
+/**
+ * One system through one of S1 to S3: a fresh redis-server, the processes, counters read
+ * at the edges of the measured window, an optional kill -9, and the figures.
+ * @module
+ */
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { analyzeRuns, readRuns, type CrashFigures, type RunRecord, type Spread } from './analyze.js';
+import { spawnWorker, type WorkerProc } from './cluster.js';
+import type { Snapshot, SystemName } from './protocol.js';
+import { startBenchRedis, type ServerCounters } from './redis.js';
+import type { TimedScenario } from './scenarios.js';
+
+/** Figures of one system in one timed scenario. */
+export interface TimedFigures {
+  /** Runs that started inside the measured window. */
+  readonly runs: number;
+  readonly duplicates: number;
+  readonly extraRuns: number;
+  readonly misses: number;
+  readonly expectedTicks: number;
+  readonly latenessMs: Spread;
+  readonly redisCommandsPerRun: number;
+  readonly redisRoundTripsPerRun: number;
+  readonly redisBatchesPerRun: number;
+  readonly redisCpuMsPerRun: number;
+  readonly cpuMsPerRun: number;
+  /** Largest RSS of one process at the end of the window. */
+  readonly rssMb: number;
+  readonly windowMs: number;
+  /** System-specific counters per run (claims lost, locks refused, ...). */
+  readonly perRun: Readonly<Record<string, number>>;
+  readonly crash?: CrashFigures & { readonly atMs: number; readonly leaseMs: number };
+  /** Largest gap between a worker's recording clock and Date.now(), ms. */
+  readonly clockDriftMs: number;
+}
+
+interface Edge {
+  readonly at: number;
+  readonly redis: ServerCounters;
+  readonly workers: Map<number, Snapshot>;
+}
+
+/** Round to 2 decimals. */
+const r2 = (v: number): number => Math.round(v * 100) / 100;
+
+async function sleepUntil(t: number): Promise<void> {
+  const ms = t - Date.now();
+  if (ms > 0) await sleep(ms);
+}
+
+/** Resolves once `file` grows (a run started), or after `ms`. */
+async function startsRun(file: string, ms: number): Promise<void> {
+  const size = (): number => (existsSync(file) ? statSync(file).size : 0);
+  const before = size();
+  const until = Date.now() + ms;
+  while (size() === before && Date.now() < until) await sleep(1);
+}
+
+/** The harness's INFO at the start of the window is itself counted by Redis. */
+const OWN_COMMANDS_IN_WINDOW = 1;
+
+/** Runs `system` through `scenario`; resolves once the figures are known (processes may still be stopping: see `done`). */
+export async function runTimed(scenario: TimedScenario, system: SystemName, leaseMs: number, dir: string): Promise<{ figures: TimedFigures; done: Promise<void> }> {
+  const redis = await startBenchRedis();
+  const prefix = `bench-${scenario.name.toLowerCase()}-${system}`;
+  const files: string[] = [];
+  const workers: WorkerProc[] = [];
+  const t0 = Date.now();
+  const stopAll = async (): Promise<void> => {
+    await Promise.all(workers.map((w) => w.stop(3_000)));
+    await redis.stop();
+  };
+  try {
+    for (let index = 0; index < scenario.processes; index++) {
+      const recordFile = join(dir, `${prefix}-${index}.runs`);
+      files.push(recordFile);
+      workers.push(spawnWorker({ system, index, redisUrl: redis.url, prefix, jobs: scenario.jobs, cron: scenario.cron, periodMs: scenario.periodMs, leaseMs, recordFile, setup: index === 0 }));
+    }
+    await Promise.all(workers.map((w) => w.ready));
+    const endAt = t0 + scenario.durationMs;
+    const from = Date.now() + scenario.settleMs;
+    const to = endAt - scenario.tailMs;
+    if (to - from < scenario.periodMs) throw new Error(`${scenario.name}/${system}: the processes took ${from - t0} ms to be ready; no window left`);
+
+    const edge = async (alive: WorkerProc[]): Promise<Edge> => {
+      const at = Date.now();
+      const [counters, ...snaps] = await Promise.all([redis.counters(), ...alive.map((w) => w.snapshot())]);
+      return { at, redis: counters, workers: new Map(alive.map((w, i) => [w.index, snaps[i] as Snapshot])) };
+    };
+    await sleepUntil(from);
+    const start = await edge(workers);
+
+    let crashAt: number | undefined;
+    const victim = scenario.crash ? workers[1] : undefined;
+    let lastOfVictim: Snapshot | undefined;
+    if (victim) {
+      // A third of the way through, as soon as the victim has started a run: it dies with
+      // runs in flight, whatever the system's lateness.
+      await sleepUntil(t0 + scenario.durationMs / 3);
+      lastOfVictim = await victim.snapshot();
+      await startsRun(files[victim.index] ?? '', 2 * scenario.periodMs);
+      victim.kill();
+      crashAt = Date.now();
+    }
+    await sleepUntil(to);
+    const end = await edge(workers.filter((w) => w !== victim));
+    if (victim && lastOfVictim) end.workers.set(victim.index, lastOfVictim);
+    await sleepUntil(endAt);
+    const done = stopAll();
+
+    const runs: RunRecord[] = files.flatMap((f, i) => readRuns(f, i));
+    const crash = victim && crashAt !== undefined ? { atMs: crashAt, worker: victim.index, leaseMs } : undefined;
+    const ticks = analyzeRuns({ runs, jobs: scenario.jobs, periodMs: scenario.periodMs, from, to, crash });
+    const inWindow = runs.filter((r) => r.start >= start.at && r.start < end.at).length;
+    const per = (v: number): number => (inWindow === 0 ? 0 : r2(v / inWindow));
+    let cpuUs = 0;
+    let commands = 0;
+    let batches = 0;
+    let rss = 0;
+    let drift = 0;
+    const extra: Record<string, number> = {};
+    for (const [index, last] of end.workers) {
+      const first = start.workers.get(index);
+      if (!first) continue;
+      cpuUs += last.cpuUs - first.cpuUs;
+      commands += last.clients.commands - first.clients.commands;
+      batches += last.clients.batches - first.clients.batches;
+      if (index !== victim?.index) rss = Math.max(rss, last.rssBytes);
+      drift = Math.max(drift, Math.abs(last.clockDriftMs));
+      for (const [k, v] of Object.entries(last.extra)) extra[k] = (extra[k] ?? 0) + v - (first.extra[k] ?? 0);
+    }
+    const figures: TimedFigures = {
+      runs: inWindow,
+      duplicates: ticks.duplicates,
+      extraRuns: ticks.extraRuns,
+      misses: ticks.misses,
+      expectedTicks: ticks.expectedTicks,
+      latenessMs: ticks.latenessMs,
+      redisCommandsPerRun: per(end.redis.commands - start.redis.commands - OWN_COMMANDS_IN_WINDOW),
+      redisRoundTripsPerRun: per(commands),
+      redisBatchesPerRun: per(batches),
+      redisCpuMsPerRun: per(end.redis.cpuMs - start.redis.cpuMs),
+      cpuMsPerRun: per(cpuUs / 1000),
+      rssMb: r2(rss / 2 ** 20),
+      windowMs: end.at - start.at,
+      perRun: Object.fromEntries(Object.entries(extra).map(([k, v]) => [k, per(v)])),
+      ...(ticks.crash && crash ? { crash: { ...ticks.crash, atMs: crash.atMs - t0, leaseMs } } : {}),
+      clockDriftMs: r2(drift),
+    };
+    return { figures, done };
+  } catch (err) {
+    const tails = workers.map((w) => w.stderr()).filter((e) => e !== '').join('\n');
+    await stopAll();
+    throw new Error(`${scenario.name}/${system}: ${err instanceof Error ? err.message : String(err)}${tails ? `\n${tails}` : ''}`, { cause: err });
+  }
+}
