@@ -32,8 +32,8 @@ export async function publishControl(redis: Redis, channel: string, message: Con
 }
 
 /**
- * Subscribes `sub` (a `sub` connection, used for nothing else) to `channel`; resubscribes
- * after reconnects. Returns the subscription's promise (resolves once subscribed).
+ * Subscribes `sub` (a `sub` connection, used for nothing else) to `channel` once it is
+ * ready; resubscribes after reconnects. Resolves once subscribed.
  */
 export function subscribeControl(sub: Redis, channel: string, logger: Logger, onMessage: (m: ControlMessage) => void): Promise<void> {
   sub.on('message', (ch: string, text: string) => {
@@ -49,5 +49,9 @@ export function subscribeControl(sub: Redis, channel: string, logger: Logger, on
       logger.error({ err, type: m.type }, 'handling a control message failed');
     }
   });
-  return sub.subscribe(channel).then(() => undefined);
+  // Subscribing before the connection is ready races with ioredis's own handshake (its ready
+  // check is refused in subscriber mode); after the first subscription, ioredis resubscribes.
+  const subscribe = (): Promise<void> => sub.subscribe(channel).then(() => undefined);
+  if (sub.status === 'ready') return subscribe();
+  return new Promise((resolve, reject) => sub.once('ready', () => subscribe().then(resolve, reject)));
 }
