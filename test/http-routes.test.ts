@@ -297,6 +297,11 @@ describe('http routes', () => {
     assert.equal(samples.get('leasehold_lease_lost_total{job="solo"}'), 0);
     assert.equal(samples.get('leasehold_job_missed_total{job="solo"}'), 0);
     assert.ok((samples.get('leasehold_job_skips_total{job="tick",reason="paused"}') ?? 0) >= 1);
+    assert.equal(samples.get('leasehold_job_interval_seconds{job="tick"}'), 0.2);
+    assert.equal(samples.get('leasehold_job_interval_seconds{job="report.daily"}'), 86_400);
+    assert.ok((samples.get('leasehold_job_failing_streak{job="flaky"}') ?? 0) >= 3);
+    assert.equal(samples.get('leasehold_job_invalid_schedule{job="tick"}'), 0);
+    assert.ok((samples.get('leasehold_job_last_success_timestamp_seconds{job="tick"}') ?? 0) > Date.now() / 1000 - 60);
     assert.ok(samples.has('process_cpu_user_seconds_total'));
     assert.ok(samples.has('nodejs_eventloop_lag_seconds'));
   });

@@ -21,7 +21,7 @@ function fakeCore(jobs: Array<Record<string, unknown>>): MetricsCore & { emitter
     nextDueAt: null,
     running: undefined,
   }));
-  return { emitter, on: (e, fn) => emitter.on(e, fn), jobs: () => views };
+  return { emitter, on: (e, fn) => emitter.on(e, fn), jobs: () => views, job: (id) => views.find((v) => v.job.id === id) };
 }
 
 function samples(text: string): Map<string, number> {
@@ -63,10 +63,36 @@ describe('metrics', () => {
     assert.equal(s.get('leasehold_job_run_duration_seconds_bucket{le="2.5",job="a",outcome="succeeded"}'), 2);
     assert.equal(s.get('leasehold_job_start_lag_seconds_count{job="a"}'), 1, 'manual runs have no lag');
     assert.equal(s.get('leasehold_job_start_lag_seconds_sum{job="a"}'), 0.25);
-    for (const name of METRIC_NAMES) assert.ok([...s.keys()].some((k) => k.startsWith(name)), name);
+    assert.equal(s.get('leasehold_job_failing_streak{job="a"}'), 2, 'failed, lockLost after the last success');
+    assert.equal(s.get('leasehold_job_failing_streak{job="b"}'), 0);
+    assert.equal(s.get('leasehold_job_last_success_timestamp_seconds{job="a"}'), (t + 1500) / 1000);
+    assert.equal(s.get('leasehold_job_last_success_timestamp_seconds{job="b"}'), 0);
+    // The interval comes from the effective schedule, which these stand-in jobs lack (see the route tests).
+    for (const name of METRIC_NAMES.filter((n) => n !== 'leasehold_job_interval_seconds')) assert.ok([...s.keys()].some((k) => k.startsWith(name)), name);
     m.detach();
     core.emitter.emit('missed', { jobId: 'a', count: 1, afterTick: 0, beforeTick: t });
     assert.equal(samples(await m.registry.metrics()).get('leasehold_job_missed_total{job="a"}'), 4, 'detached');
+  });
+
+  it('gauges: failing streak, invalid schedule, interval', async () => {
+    const core = fakeCore([{ id: 'g', fixedRate: '1s' }]);
+    const m = createRunnerMetrics(core, { processMetrics: false });
+    const end = (outcome: 'failed' | 'timedOut' | 'interrupted' | 'succeeded') =>
+      core.emitter.emit('runEnded', { ...base, jobId: 'g', scheduledAt: 0, startedAt: 0, lagMs: 0, outcome, endedAt: 1, durationMs: 1 });
+    end('failed');
+    end('timedOut');
+    end('interrupted');
+    end('failed');
+    core.emitter.emit('jobState', { jobId: 'g', state: 'invalidSchedule', cause: 'x' });
+    let s = samples(await m.registry.metrics());
+    assert.equal(s.get('leasehold_job_failing_streak{job="g"}'), 3, 'an interruption neither breaks nor extends a streak');
+    assert.equal(s.get('leasehold_job_invalid_schedule{job="g"}'), 1);
+    end('succeeded');
+    core.emitter.emit('jobState', { jobId: 'g', state: 'ok', cause: undefined });
+    s = samples(await m.registry.metrics());
+    assert.equal(s.get('leasehold_job_failing_streak{job="g"}'), 0);
+    assert.equal(s.get('leasehold_job_invalid_schedule{job="g"}'), 0);
+    m.detach();
   });
 
   it('one registry per runner; the process metrics are shared, not collected twice', async () => {

@@ -5,7 +5,7 @@
  * process, and collecting them twice would start a second event-loop monitor.
  * @module
  */
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { RunnerCore } from '../runner/runner.js';
 import { RunOutcomes, SkipReasons } from '../runner/events.js';
 
@@ -22,6 +22,10 @@ export const METRIC_NAMES = [
   'leasehold_job_missed_total',
   'leasehold_job_start_lag_seconds',
   'leasehold_lease_lost_total',
+  'leasehold_job_failing_streak',
+  'leasehold_job_last_success_timestamp_seconds',
+  'leasehold_job_interval_seconds',
+  'leasehold_job_invalid_schedule',
 ] as const;
 
 let processRegistry: Registry | undefined;
@@ -46,7 +50,7 @@ export interface RunnerMetrics {
 }
 
 /** What the metrics need of a runner. */
-export type MetricsCore = Pick<RunnerCore, 'on' | 'jobs'>;
+export type MetricsCore = Pick<RunnerCore, 'on' | 'jobs' | 'job'>;
 
 /** Creates a runner's metrics and subscribes them to its events. */
 export function createRunnerMetrics(core: MetricsCore, opts: { processMetrics?: boolean } = {}): RunnerMetrics {
@@ -70,6 +74,10 @@ export function createRunnerMetrics(core: MetricsCore, opts: { processMetrics?: 
     registers,
   });
   const leaseLost = new Counter({ name: 'leasehold_lease_lost_total', help: 'Runs aborted because their lease was lost, by job.', labelNames: ['job'] as const, registers });
+  const streak = new Gauge({ name: 'leasehold_job_failing_streak', help: 'Unsuccessful runs (failed, timedOut, lockLost) in a row on this node since its last success, by job.', labelNames: ['job'] as const, registers });
+  const lastSuccess = new Gauge({ name: 'leasehold_job_last_success_timestamp_seconds', help: 'End of the last successful run on this node (epoch seconds; 0 before the first), by job.', labelNames: ['job'] as const, registers });
+  const interval = new Gauge({ name: 'leasehold_job_interval_seconds', help: 'Nominal interval of the job\'s schedule as it applies now, by job.', labelNames: ['job'] as const, registers });
+  const invalid = new Gauge({ name: 'leasehold_job_invalid_schedule', help: '1 while the job\'s schedule (as declared or overridden in the settings hash) is invalid, else 0, by job.', labelNames: ['job'] as const, registers });
 
   const known = new Set<string>();
   const addJob = (jobId: string, scope: 'instance' | 'installation'): void => {
@@ -83,6 +91,14 @@ export function createRunnerMetrics(core: MetricsCore, opts: { processMetrics?: 
       missed.inc({ job: jobId }, 0);
       leaseLost.inc({ job: jobId }, 0);
     }
+    streak.set({ job: jobId }, 0);
+    lastSuccess.set({ job: jobId }, 0);
+    invalid.set({ job: jobId }, 0);
+    updateInterval(jobId);
+  };
+  const updateInterval = (jobId: string): void => {
+    const ms = core.job(jobId)?.schedule?.trigger.intervalMs;
+    if (ms !== undefined) interval.set({ job: jobId }, ms / 1000);
   };
   for (const v of core.jobs()) addJob(v.job.id, v.job.scope);
 
@@ -94,7 +110,15 @@ export function createRunnerMetrics(core: MetricsCore, opts: { processMetrics?: 
       runs.inc({ job: e.jobId, outcome: e.outcome });
       durations.observe({ job: e.jobId, outcome: e.outcome }, Math.max(0, e.durationMs) / 1000);
       if (e.outcome === 'lockLost') leaseLost.inc({ job: e.jobId });
+      if (e.outcome === 'succeeded') {
+        streak.set({ job: e.jobId }, 0);
+        lastSuccess.set({ job: e.jobId }, e.endedAt / 1000);
+      } else if (e.outcome !== 'interrupted') {
+        streak.inc({ job: e.jobId });
+      }
     }),
+    core.on('scheduled', (e) => updateInterval(e.jobId)),
+    core.on('jobState', (e) => invalid.set({ job: e.jobId }, e.state === 'invalidSchedule' ? 1 : 0)),
     core.on('skipped', (e) => skips.inc({ job: e.jobId, reason: e.reason })),
     core.on('missed', (e) => missed.inc({ job: e.jobId }, e.count)),
   ];
