@@ -244,6 +244,9 @@ describe('http routes', () => {
     const flaky = body.reasons.find((r) => r.jobId === 'flaky');
     assert.match(flaky?.reasons?.[0] ?? '', /failing streak/);
     assert.ok(!body.reasons.some((r) => r.jobId === 'tick'));
+    // The probes' routes do not judge jobs.
+    assert.equal((await main.app.inject({ method: 'GET', url: '/health/ready' })).statusCode, 200);
+    assert.deepEqual((await main.app.inject({ method: 'GET', url: '/health/live' })).json(), { status: 'ok', reasons: [] });
 
     const hp = prefix();
     const healthy = await node({ url, prefix: hp, logger: log.logger, id: 'node-2', jobs: [{ id: 'fine', fixedRate: '100ms', run: () => undefined }] });
@@ -321,6 +324,10 @@ describe('http routes', () => {
         assert.equal(r.statusCode, 503, path);
         assert.equal(r.json<{ error: string }>().error, 'Service Unavailable');
       }
+      const ready = await gone.app.inject({ method: 'GET', url: '/health/ready' });
+      assert.equal(ready.statusCode, 503);
+      assert.equal(ready.json<{ reasons: Array<{ check: string }> }>().reasons[0]?.check, 'redis');
+      assert.equal((await gone.app.inject({ method: 'GET', url: '/health/live' })).statusCode, 200);
       const pause = await gone.app.inject({ method: 'POST', url: '/manage/jobs/alone/pause', headers: auth() });
       assert.equal(pause.statusCode, 503);
       await sleep(400);

@@ -35,6 +35,8 @@ export interface ManageApi {
   /** One job with its recent runs; undefined for an unknown id. */
   job(id: string): Promise<JobDetail | undefined>;
   health(): Promise<HealthReport>;
+  /** Only whether this node reaches Redis (no job is judged). */
+  ready(): Promise<HealthReport>;
   metrics(): Promise<{ contentType: string; text: string }>;
   run(id: string): Promise<ActionResult>;
   pause(id: string): Promise<ActionResult>;
@@ -93,7 +95,8 @@ function onError(app: FastifyInstance) {
 
 /**
  * The routes: `GET /manage/jobs`, `GET /manage/jobs/:id`, `POST /manage/jobs/:id/run`,
- * `.../pause`, `.../resume`, `GET /health`, `GET /metrics`. Register it with
+ * `.../pause`, `.../resume`, `GET /health` (and `/health/live`, `/health/ready` for
+ * probes), `GET /metrics`. Register it with
  * `app.register(leaseholdRoutes, { api, adminToken })` (fastify's `prefix` option works).
  */
 export const leaseholdRoutes: FastifyPluginAsync<LeaseholdRoutesOptions> = async (app, opts) => {
@@ -154,6 +157,14 @@ export const leaseholdRoutes: FastifyPluginAsync<LeaseholdRoutesOptions> = async
 
   app.get('/health', { schema: { headers, querystring: query } }, async (_req, reply) => {
     const report = await api.health();
+    return reply.code(report.status === 'ok' ? 200 : 503).send(report);
+  });
+
+  // For probes that must not act on a job's health: liveness (the process answers) and
+  // readiness (it reaches Redis). A degraded job is no reason to restart or unroute a node.
+  app.get('/health/live', { schema: { headers, querystring: query } }, async () => ({ status: 'ok', reasons: [] }));
+  app.get('/health/ready', { schema: { headers, querystring: query } }, async (_req, reply) => {
+    const report = await api.ready();
     return reply.code(report.status === 'ok' ? 200 : 503).send(report);
   });
 

@@ -83,6 +83,15 @@ export function createManageApi(d: ManageApiDeps): ManageApi {
     clusterJson: async () => (await snapshot.get()).json,
     job: (id) => readJob(redis, keys, id, opts),
 
+    async ready(): Promise<HealthReport> {
+      try {
+        await withTimeout(redis.ping(), HEALTH_PING_TIMEOUT_MS, 'PING');
+        return { status: 'ok', reasons: [] };
+      } catch (err) {
+        return { status: 'unavailable', reasons: [{ check: 'redis', message: `Redis is unreachable: ${err instanceof Error ? err.message : String(err)}` }] };
+      }
+    },
+
     async health(): Promise<HealthReport> {
       const reasons: HealthReason[] = [];
       try {
