@@ -35,6 +35,8 @@ export interface StatusScenario {
   /** Jobs held by the node whose memory is measured. */
   readonly holdJobs: number;
   readonly holdCron: string;
+  /** How long requests are sent to the holding node (one every 50 ms). */
+  readonly holdRequestsForMs: number;
   /** How long the holding node runs before its RSS is read. */
   readonly holdSettleMs: number;
 }
@@ -107,10 +109,11 @@ export function statusScenario(s: BenchSettings): StatusScenario {
     jobs: 1_000,
     cron: '*/10 * * * * *',
     processes: 3,
-    requestsForMs: s.quick ? 3_000 : 25_000,
+    requestsForMs: s.quick ? 2_500 : 25_000,
     requestEveryMs: 10,
     holdJobs: 10_000,
     holdCron: '0 0 * * * *',
+    holdRequestsForMs: s.quick ? 1_000 : 5_000,
     holdSettleMs: s.quick ? 1_500 : 5_000,
   };
 }

@@ -32,6 +32,8 @@ export interface StatusFigures {
   readonly holdJobs: number;
   /** `GET /manage/jobs` on the node holding `holdJobs` jobs. */
   readonly manageJobsHold?: HttpFigures | null;
+  /** RSS of that node after answering those requests, MB. */
+  readonly holdRssAfterRequestsMb?: number | null;
   readonly note?: string;
 }
 
@@ -42,7 +44,8 @@ interface CliNode {
   readonly child: ChildProcess;
   readonly port: number;
   readonly started: Promise<void>;
-  stop(): Promise<void>;
+  /** kill -9 (nothing of a node is needed after S4 has read it). */
+  kill(): Promise<void>;
   output(): string;
 }
 
@@ -80,12 +83,9 @@ function startNode(redis: BenchRedis, prefix: string, index: number, port: numbe
     child,
     port,
     started,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 3_000);
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await exited;
-      clearTimeout(timer);
     },
     output: () => out,
   };
@@ -167,15 +167,21 @@ async function statusLatency(s: StatusScenario): Promise<{ figures: HttpFigures 
     if (!up.every(Boolean)) return { figures: null, note: 'GET /manage/jobs is not served by `leasehold start` yet' };
     return { figures: await measure(ports, '/manage/jobs', s.requestsForMs, s.requestEveryMs) };
   } finally {
-    await Promise.all(nodes.map((n) => n.stop()));
+    await Promise.all(nodes.map((n) => n.kill()));
     await redis.stop();
   }
 }
 
+interface Hold {
+  readonly rssMb: number | null;
+  readonly manageJobs?: HttpFigures | null;
+  readonly rssAfterRequestsMb?: number | null;
+}
+
 /** Every selected system holding 10,000 jobs at once, each in one process, on one Redis. */
-async function holdMemory(s: StatusScenario, systems: readonly SystemName[]): Promise<Map<SystemName, { rssMb: number | null; manageJobs?: HttpFigures | null }>> {
+async function holdMemory(s: StatusScenario, systems: readonly SystemName[]): Promise<Map<SystemName, Hold>> {
   const redis = await startBenchRedis();
-  const out = new Map<SystemName, { rssMb: number | null; manageJobs?: HttpFigures | null }>();
+  const out = new Map<SystemName, Hold>();
   const stops: Array<() => Promise<void>> = [];
   try {
     const pids = await Promise.all(
@@ -183,23 +189,26 @@ async function holdMemory(s: StatusScenario, systems: readonly SystemName[]): Pr
         const prefix = `bench-hold-${system}`;
         if (system === 'leasehold') {
           const node = startNode(redis, prefix, 0, await freePort(), s.holdJobs, s.holdCron);
-          stops.push(() => node.stop());
+          stops.push(() => node.kill());
           await node.started;
           return { system, pid: node.child.pid ?? 0, port: node.port };
         }
         const w = spawnWorker({ system, index: 0, redisUrl: redis.url, prefix, jobs: s.holdJobs, cron: s.holdCron, periodMs: 3_600_000, leaseMs: 30_000, recordFile: '', setup: true });
-        stops.push(() => w.stop(3_000));
+        stops.push(() => {
+          w.kill();
+          return w.exited;
+        });
         await w.ready;
         return { system, pid: w.pid, port: undefined };
       }),
     );
     await sleep(s.holdSettleMs);
+    // Every RSS at rest first, then the status of the leasehold node (which allocates).
+    for (const p of pids) out.set(p.system, { rssMb: rssMb(p.pid) });
     for (const p of pids) {
-      let manageJobs: HttpFigures | null | undefined;
-      if (p.port !== undefined) {
-        manageJobs = (await answers(p.port, '/manage/jobs', 1_000)) ? await measure([p.port], '/manage/jobs', Math.min(s.requestsForMs, 2_000), 50) : null;
-      }
-      out.set(p.system, { rssMb: rssMb(p.pid), ...(manageJobs !== undefined ? { manageJobs } : {}) });
+      if (p.port === undefined) continue;
+      const manageJobs = (await answers(p.port, '/manage/jobs', 1_000)) ? await measure([p.port], '/manage/jobs', s.holdRequestsForMs, 50) : null;
+      out.set(p.system, { rssMb: out.get(p.system)?.rssMb ?? null, manageJobs, rssAfterRequestsMb: rssMb(p.pid) });
     }
     return out;
   } finally {
@@ -219,7 +228,7 @@ export async function runStatus(s: StatusScenario, systems: readonly SystemName[
       manageJobs: system === 'leasehold' ? (latency?.figures ?? null) : null,
       holdRssMb: h?.rssMb ?? null,
       holdJobs: s.holdJobs,
-      ...(h?.manageJobs !== undefined ? { manageJobsHold: h.manageJobs } : {}),
+      ...(h?.manageJobs !== undefined ? { manageJobsHold: h.manageJobs, holdRssAfterRequestsMb: h.rssAfterRequestsMb ?? null } : {}),
       ...(system === 'leasehold' && latency?.note ? { note: latency.note } : system !== 'leasehold' ? { note: 'no status API; RSS of one worker' } : {}),
     };
   }
