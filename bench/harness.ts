@@ -10,6 +10,7 @@ import { BODY_MS, type SystemName } from './protocol.js';
 import { redisHz } from './redis.js';
 import { statusScenario, timedScenario, type BenchSettings } from './scenarios.js';
 import { runStatus, type StatusFigures } from './status.js';
+import type { TargetCheck } from './targets.js';
 import { runTimed, type TimedFigures } from './timed.js';
 
 /** A system that could not be measured in a scenario. */
@@ -43,6 +44,8 @@ export interface BenchResults {
   readonly settings: { readonly bodyMs: number; readonly leaseMs: number };
   readonly scenarios: ScenarioResult[];
   readonly wallSeconds: number;
+  /** The issue's targets checked against these figures (added by `run.ts`). */
+  readonly targets?: readonly TargetCheck[];
 }
 
 const gb = (b: number): number => Math.round((b / 2 ** 30) * 10) / 10;

@@ -14,15 +14,18 @@ import { ROOT } from './cluster.js';
 import { runBench, writeResults } from './harness.js';
 import { readSettings } from './scenarios.js';
 import { formatTable } from './table.js';
+import { checkTargets, formatTargets } from './targets.js';
 
 async function main(): Promise<void> {
   const settings = readSettings(process.env, fileURLToPath(new URL('./results/latest.json', import.meta.url)));
   if (settings.systems.includes('leasehold') && !existsSync(`${ROOT}dist/index.js`)) {
     throw new Error('dist/index.js is missing: run `npm run build` first');
   }
-  const results = await runBench(settings, (line) => process.stderr.write(`${line}\n`));
+  const measured = await runBench(settings, (line) => process.stderr.write(`${line}\n`));
+  const results = { ...measured, targets: checkTargets(measured) };
   await writeResults(settings.outFile, results);
-  process.stdout.write(`${formatTable(results)}\n\nwritten to ${settings.outFile} (${results.wallSeconds} s)\n`);
+  const targets = results.targets.length > 0 ? `\n\ntargets (one run; the issue quotes medians of repeated runs):\n${formatTargets(results.targets)}` : '';
+  process.stdout.write(`${formatTable(results)}${targets}\n\nwritten to ${settings.outFile} (${results.wallSeconds} s)\n`);
 }
 
 main().catch((err: unknown) => {

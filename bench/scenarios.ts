@@ -114,6 +114,6 @@ export function statusScenario(s: BenchSettings): StatusScenario {
     holdJobs: 10_000,
     holdCron: '0 0 * * * *',
     holdRequestsForMs: s.quick ? 1_000 : 5_000,
-    holdSettleMs: s.quick ? 1_500 : 5_000,
+    holdSettleMs: s.quick ? 1_000 : 5_000,
   };
 }

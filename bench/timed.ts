@@ -50,12 +50,17 @@ async function sleepUntil(t: number): Promise<void> {
   if (ms > 0) await sleep(ms);
 }
 
-/** Resolves once `file` grows (a run started), or after `ms`. */
-async function startsRun(file: string, ms: number): Promise<void> {
-  const size = (): number => (existsSync(file) ? statSync(file).size : 0);
-  const before = size();
+/** The index of the first of `files` to grow (a run started); 0 if none does within `ms`. */
+async function firstToRun(files: readonly string[], ms: number): Promise<number> {
+  const size = (f: string): number => (existsSync(f) ? statSync(f).size : 0);
+  const before = files.map(size);
   const until = Date.now() + ms;
-  while (size() === before && Date.now() < until) await sleep(1);
+  while (Date.now() < until) {
+    const grown = files.findIndex((f, i) => size(f) > (before[i] ?? 0));
+    if (grown >= 0) return grown;
+    await sleep(1);
+  }
+  return 0;
 }
 
 /** The harness's INFO at the start of the window is itself counted by Redis. */
@@ -93,15 +98,16 @@ export async function runTimed(scenario: TimedScenario, system: SystemName, leas
     const start = await edge(workers);
 
     let crashAt: number | undefined;
-    const victim = scenario.crash ? workers[1] : undefined;
+    let victim: WorkerProc | undefined;
     let lastOfVictim: Snapshot | undefined;
-    if (victim) {
-      // A third of the way through, as soon as the victim has started a run: it dies with
-      // runs in flight, whatever the system's lateness.
+    if (scenario.crash) {
+      // A third of the way through, the first process to start a run dies a moment later,
+      // with runs in flight whatever the system's lateness.
       await sleepUntil(t0 + scenario.durationMs / 3);
-      lastOfVictim = await victim.snapshot();
-      await startsRun(files[victim.index] ?? '', 2 * scenario.periodMs);
-      victim.kill();
+      const index = await firstToRun(files, 2 * scenario.periodMs);
+      victim = workers[index];
+      lastOfVictim = await victim?.snapshot(); // its counters up to here (a millisecond or two)
+      victim?.kill();
       crashAt = Date.now();
     }
     await sleepUntil(to);
