@@ -22,8 +22,8 @@ describe('record.lua', () => {
     return {
       k,
       job,
-      send: (writer: string, seq: number, batch: RecordBatch, runsCap = 5) =>
-        recordScript(redis, {
+      send: async (writer: string, seq: number, batch: RecordBatch, runsCap = 5) => {
+        const [r] = await recordScript(redis, [{
           statsKey: k.stats(job),
           instancesKey: k.instanceStats(job),
           runsKey: k.runs(job),
@@ -33,7 +33,10 @@ describe('record.lua', () => {
           batch,
           runsCap,
           keepMs: 60_000,
-        }),
+        }]);
+        if (!r?.ok) throw r?.error ?? new Error('no result');
+        return r.applied;
+      },
     };
   };
   before(async () => {
@@ -149,6 +152,19 @@ describe('record.lua', () => {
     assert.equal(removed, 3);
     assert.deepEqual((await redis.hkeys(k.instanceStats(job))).sort(), ['fresh.runs', 'fresh.seenAt', 'old.node.x.runs', 'old.node.x.seenAt']);
     assert.equal(await pruneScript(redis, { instancesKey: k.instanceStats(job), cutoff: 'z', instanceIds: [] }), 0);
+  });
+
+  it('applies several jobs\' batches in one pipeline, each on its own', async () => {
+    const k = keys('record-test-multi');
+    const args = (job: string, batch: RecordBatch) => ({
+      statsKey: k.stats(job), instancesKey: k.instanceStats(job), runsKey: k.runs(job), batchesKey: k.batches(job),
+      writer: 'w', seq: 1, batch, runsCap: 5, keepMs: 60_000,
+    });
+    await redis.set(k.stats('broken'), 'not a hash');
+    const results = await recordScript(redis, [args('one', { incr: { runs: 1 } }), args('broken', { incr: { runs: 1 } }), args('two', { incr: { runs: 2 } })]);
+    assert.deepEqual(results.map((r) => (r.ok ? r.applied : 'error')), [true, 'error', true]);
+    assert.equal(await redis.hget(k.stats('two'), 'runs'), '2');
+    assert.deepEqual(await recordScript(redis, []), []);
   });
 
   it('checks its arguments', async () => {

@@ -3,7 +3,7 @@
  * a free port; the port is logged), closed on stop.
  * @module
  */
-import Fastify, { type FastifyPluginAsync } from 'fastify';
+import Fastify, { LogController, type FastifyPluginAsync } from 'fastify';
 import type { Logger } from 'pino';
 
 /** Options of {@link startHttpServer}. */
@@ -32,9 +32,10 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
   const host = opts.host ?? '0.0.0.0';
   const app = Fastify({
     loggerInstance: opts.logger.child({ component: 'http' }),
-    disableRequestLogging: true,
+    // One line per request is noise for probes and scrapes; errors are logged by the routes.
+    logController: new LogController({ disableRequestLogging: true }),
     // Job ids are up to 128 characters.
-    maxParamLength: 256,
+    routerOptions: { maxParamLength: 256 },
     forceCloseConnections: true,
     return503OnClosing: true,
   });

@@ -5,15 +5,19 @@
  * @module
  */
 import { readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
+import type { ChainableCommander, Redis } from 'ioredis';
 import { ErrorCodes, LeaseholdError } from '../errors.js';
 
 interface StatusScriptCommands {
-  leaseholdRecord(stats: string, instances: string, runs: string, batches: string, writer: string, seq: string, batch: string, runsCap: string, keepMs: string): Promise<unknown>;
   leaseholdPrune(instances: string, cutoff: string, ...ids: string[]): Promise<unknown>;
 }
 
-const SCRIPTS: ReadonlyArray<{ command: keyof StatusScriptCommands; file: string; numberOfKeys: number }> = [
+/** The same commands queued on a pipeline. */
+interface StatusScriptPipeline {
+  leaseholdRecord(stats: string, instances: string, runs: string, batches: string, writer: string, seq: string, batch: string, runsCap: string, keepMs: string): ChainableCommander;
+}
+
+const SCRIPTS: ReadonlyArray<{ command: keyof StatusScriptCommands | keyof StatusScriptPipeline; file: string; numberOfKeys: number }> = [
   { command: 'leaseholdRecord', file: 'record.lua', numberOfKeys: 4 },
   { command: 'leaseholdPrune', file: 'prune.lua', numberOfKeys: 1 },
 ];
@@ -76,22 +80,41 @@ function requireInteger(name: string, value: number, min: number): void {
   }
 }
 
+/** What became of one batch: applied now, applied before (a retry), or an error. */
+export type RecordResult = { readonly ok: true; readonly applied: boolean } | { readonly ok: false; readonly error: Error };
+
 /**
- * Run `record.lua`: applies one batch atomically.
- * @returns true when applied, false when the writer had applied this sequence number before.
+ * Run `record.lua` for several batches (of different jobs) in one pipeline: each batch is
+ * applied atomically, on its own.
+ * @returns per batch, in order: `applied` true when applied now, false when the writer had
+ *   applied this sequence number before; or the error of that batch.
+ * @throws LeaseholdError `INVALID_CONFIG` for a bad argument (nothing is sent).
  */
-export async function recordScript(redis: Redis, args: RecordScriptArgs): Promise<boolean> {
-  requireInteger('seq', args.seq, 1);
-  requireInteger('runsCap', args.runsCap, 1);
-  requireInteger('keepMs', args.keepMs, 1);
-  const reply = await commands(redis).leaseholdRecord(
-    args.statsKey, args.instancesKey, args.runsKey, args.batchesKey,
-    args.writer, String(args.seq), JSON.stringify(args.batch), String(args.runsCap), String(args.keepMs),
-  );
-  if (reply !== 0 && reply !== 1) {
-    throw new LeaseholdError(ErrorCodes.REDIS_ERROR, `unexpected reply from the record script: ${JSON.stringify(reply)}`);
+export async function recordScript(redis: Redis, batches: readonly RecordScriptArgs[]): Promise<RecordResult[]> {
+  for (const args of batches) {
+    requireInteger('seq', args.seq, 1);
+    requireInteger('runsCap', args.runsCap, 1);
+    requireInteger('keepMs', args.keepMs, 1);
   }
-  return reply === 1;
+  if (batches.length === 0) return [];
+  commands(redis);
+  const pipeline = redis.pipeline();
+  const queue = pipeline as unknown as StatusScriptPipeline;
+  for (const args of batches) {
+    queue.leaseholdRecord(
+      args.statsKey, args.instancesKey, args.runsKey, args.batchesKey,
+      args.writer, String(args.seq), JSON.stringify(args.batch), String(args.runsCap), String(args.keepMs),
+    );
+  }
+  const replies = (await pipeline.exec()) ?? [];
+  return batches.map((_, i): RecordResult => {
+    const [err, reply] = replies[i] ?? [new Error('no reply'), undefined];
+    if (err) return { ok: false, error: err };
+    if (reply !== 0 && reply !== 1) {
+      return { ok: false, error: new LeaseholdError(ErrorCodes.REDIS_ERROR, `unexpected reply from the record script: ${JSON.stringify(reply)}`) };
+    }
+    return { ok: true, applied: reply === 1 };
+  });
 }
 
 /**

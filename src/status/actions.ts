@@ -62,7 +62,8 @@ function problem(statusCode: number, message: string): ActionResult {
 export function createManageApi(d: ManageApiDeps): ManageApi {
   const { core, redis, keys } = d;
   const opts = { failingStreak: d.failingStreak };
-  const snapshot = new SnapshotCache(() => readCluster(redis, keys, opts), d.onReadError);
+  const scopes = new Map<string, string>();
+  const snapshot = new SnapshotCache(() => readCluster(redis, keys, { ...opts, scopes }), d.onReadError);
 
   const known = async (id: string): Promise<{ registered: boolean; scope: string | null }> => {
     const [registered, scope] = await redisCall(Promise.all([redis.sismember(keys.jobs, id), redis.hget(keys.stats(id), 'scope')]));

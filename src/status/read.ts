@@ -1,7 +1,8 @@
 /**
  * Reads the cluster's status straight from Redis in two pipelined round trips, whatever the
  * number of jobs: first the job set, the settings hash, the instance set and Redis time;
- * then every job's stats, per-instance rows and lease, and every instance's heartbeat.
+ * then every job's stats, per-instance rows (instance jobs) and lease (installation jobs),
+ * and every instance's heartbeat.
  * @module
  */
 import type { ChainableCommander, Redis } from 'ioredis';
@@ -23,6 +24,11 @@ import {
 export interface ReadOptions {
   /** Streak length from which a job is degraded (default {@link DEFAULT_FAILING_STREAK}). */
   readonly failingStreak?: number;
+  /**
+   * Scopes seen by an earlier read (kept up to date by this one): a job known to be an
+   * installation job is read without per-instance rows, an instance job without a lease.
+   */
+  readonly scopes?: Map<string, string>;
 }
 
 type Reply = [Error | null, unknown];
@@ -80,10 +86,6 @@ async function readBase(redis: Redis, keys: Keys, jobId?: string): Promise<Base>
   return { nowMs: redisTime(time), members: strings(members).filter((id) => INSTANCE_ID.test(id)), jobIds, settings: hash(settings) };
 }
 
-function queueJob(p: ChainableCommander, keys: Keys, id: string): void {
-  p.hgetall(keys.stats(id)).hgetall(keys.instanceStats(id)).get(keys.lease(id)).pttl(keys.lease(id));
-}
-
 function liveInstances(members: string[], replies: unknown[]): { live: Set<string>; instances: InstanceStatus[] } {
   const live = new Set<string>();
   const instances: InstanceStatus[] = [];
@@ -101,27 +103,38 @@ function liveInstances(members: string[], replies: unknown[]): { live: Set<strin
 export async function readCluster(redis: Redis, keys: Keys, opts: ReadOptions = {}): Promise<ClusterStatus> {
   const base = await readBase(redis, keys);
   const p = redis.pipeline();
-  for (const id of base.jobIds) queueJob(p, keys, id);
+  // What is read per job: stats always; per-instance rows unless it is known to be an
+  // installation job; the lease unless it is known to be an instance job.
+  const plan = base.jobIds.map((id) => {
+    const scope = opts.scopes?.get(id);
+    const rows = scope !== 'installation';
+    const lease = scope !== 'instance';
+    p.hgetall(keys.stats(id));
+    if (rows) p.hgetall(keys.instanceStats(id));
+    if (lease) p.get(keys.lease(id)).pttl(keys.lease(id));
+    return { id, rows, lease };
+  });
   for (const m of base.members) p.hgetall(keys.instance(m));
   const replies = await exec(p);
-  const perJob = 4;
-  const { live, instances } = liveInstances(base.members, replies.slice(base.jobIds.length * perJob));
-  const ctx: ModelContext = { nowMs: base.nowMs, live, failingStreak: opts.failingStreak ?? DEFAULT_FAILING_STREAK };
-  const jobs = base.jobIds.map((id, i) => {
-    const r = replies.slice(i * perJob, i * perJob + perJob);
-    return jobStatus(
-      {
-        id,
-        stats: hash(r[0]),
-        instanceFields: hash(r[1]),
-        settings: jobSettings(base.settings, id),
-        lease: typeof r[2] === 'string' ? r[2] : null,
-        leasePttl: typeof r[3] === 'number' ? r[3] : null,
-      },
-      ctx,
-    );
+  let at = 0;
+  const raw = plan.map(({ id, rows, lease }) => {
+    const stats = hash(replies[at++]);
+    const instanceFields = rows ? hash(replies[at++]) : {};
+    const value = lease ? replies[at++] : null;
+    const pttl = lease ? replies[at++] : null;
+    if (opts.scopes && stats['scope']) opts.scopes.set(id, stats['scope']);
+    return {
+      id,
+      stats,
+      instanceFields,
+      settings: jobSettings(base.settings, id),
+      lease: typeof value === 'string' ? value : null,
+      leasePttl: typeof pttl === 'number' ? pttl : null,
+    };
   });
-  return { generatedAt: new Date(base.nowMs).toISOString(), jobs, instances };
+  const { live, instances } = liveInstances(base.members, replies.slice(at));
+  const ctx: ModelContext = { nowMs: base.nowMs, live, failingStreak: opts.failingStreak ?? DEFAULT_FAILING_STREAK };
+  return { generatedAt: new Date(base.nowMs).toISOString(), jobs: raw.map((r) => jobStatus(r, ctx)), instances };
 }
 
 function parseRun(text: string): RecentRun | undefined {
@@ -138,7 +151,7 @@ export async function readJob(redis: Redis, keys: Keys, jobId: string, opts: Rea
   const base = await readBase(redis, keys, jobId);
   if (base.jobIds.length === 0) return undefined;
   const p = redis.pipeline();
-  queueJob(p, keys, jobId);
+  p.hgetall(keys.stats(jobId)).hgetall(keys.instanceStats(jobId)).get(keys.lease(jobId)).pttl(keys.lease(jobId));
   p.lrange(keys.runs(jobId), 0, -1);
   for (const m of base.members) p.hgetall(keys.instance(m));
   const r = await exec(p);

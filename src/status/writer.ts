@@ -23,6 +23,8 @@ export const MAX_BACKOFF_MS = 2_000;
 export const TOUCH_MS = 60_000;
 /** Length of each job's recent-runs list. */
 export const RUNS_CAP = 50;
+/** Batches sent in one pipeline. */
+export const CHUNK = 200;
 /** How long the batches hash of a job outlives its last batch, in ms. */
 export const BATCHES_KEEP_MS = 7 * 24 * 3_600_000;
 
@@ -50,10 +52,16 @@ export interface StatsWriterOptions {
   readonly onNewJob?: (jobId: string) => void;
 }
 
+/** A batch sent and not yet acknowledged; resent as it is (same sequence number) until it is. */
+interface Inflight {
+  readonly seq: number;
+  readonly batch: RecordBatch;
+}
+
 interface Slot {
   readonly instanceScoped: boolean;
   pending: JobBatch;
-  inflight: { seq: number; batch: RecordBatch } | undefined;
+  inflight: Inflight | undefined;
   scheduleKey: string | undefined;
   state: string;
 }
@@ -196,7 +204,7 @@ export class StatsWriter {
       if (this.backlog > 0) this.failed(new Error(`Redis connection is ${this.opts.redis.status}`));
       return;
     }
-    const sends: Array<Promise<void>> = [];
+    const due: Array<{ jobId: string; s: Slot; inflight: Inflight }> = [];
     for (const [jobId, s] of this.slots) {
       if (!s.inflight) {
         if (s.pending.isEmpty) continue;
@@ -204,7 +212,14 @@ export class StatsWriter {
         s.inflight = { seq: ++this.seq, batch: s.pending.toRecord(this.opts.core.instanceId) };
         s.pending = new JobBatch(s.instanceScoped, RUNS_CAP);
       }
-      sends.push(this.send(jobId, s, s.inflight));
+      due.push({ jobId, s, inflight: s.inflight });
+    }
+    // In pipelines of CHUNK batches, yielding between them, so a thousand jobs ending at one
+    // tick do not hold the event loop (runs, lease watchers) for long.
+    const sends: Array<Promise<void>> = [];
+    for (let i = 0; i < due.length; i += CHUNK) {
+      if (i > 0) await new Promise((r) => setImmediate(r));
+      sends.push(this.send(due.slice(i, i + CHUNK)));
     }
     const results = await Promise.allSettled(sends);
     const rejected = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -212,23 +227,37 @@ export class StatsWriter {
     else if (sends.length > 0) this.recovered();
   }
 
-  private async send(jobId: string, s: Slot, inflight: { seq: number; batch: RecordBatch }): Promise<void> {
+  /** Sends batches in one pipeline; rejects with the first error, after settling the rest. */
+  private async send(chunk: Array<{ jobId: string; s: Slot; inflight: Inflight }>): Promise<void> {
     const k = this.opts.keys;
-    const applied = await recordScript(this.opts.redis, {
-      statsKey: k.stats(jobId),
-      instancesKey: k.instanceStats(jobId),
-      runsKey: k.runs(jobId),
-      batchesKey: k.batches(jobId),
-      writer: this.writerId,
-      seq: inflight.seq,
-      batch: inflight.batch,
-      runsCap: RUNS_CAP,
-      keepMs: BATCHES_KEEP_MS,
+    const results = await recordScript(
+      this.opts.redis,
+      chunk.map(({ jobId, inflight }) => ({
+        statsKey: k.stats(jobId),
+        instancesKey: k.instanceStats(jobId),
+        runsKey: k.runs(jobId),
+        batchesKey: k.batches(jobId),
+        writer: this.writerId,
+        seq: inflight.seq,
+        batch: inflight.batch,
+        runsCap: RUNS_CAP,
+        keepMs: BATCHES_KEEP_MS,
+      })),
+    );
+    let error: Error | undefined;
+    results.forEach((r, i) => {
+      const item = chunk[i];
+      if (!item) return;
+      if (!r.ok) {
+        error ??= r.error;
+        return;
+      }
+      // Applied now, or by an earlier attempt whose reply was lost: either way it is in.
+      if (r.applied) this.counts.applied++;
+      else this.counts.duplicates++;
+      if (item.s.inflight === item.inflight) item.s.inflight = undefined;
     });
-    // Applied now, or by an earlier attempt whose reply was lost: either way it is in.
-    if (applied) this.counts.applied++;
-    else this.counts.duplicates++;
-    if (s.inflight === inflight) s.inflight = undefined;
+    if (error) throw error;
   }
 
   private failed(err: unknown): void {
