@@ -10,6 +10,7 @@ import { createRunner } from '../runner/create.js';
 import { CONFIG, readConfig } from './config.js';
 import { loadJobsModule } from './load.js';
 import { startPrivateRedis, type PrivateRedis } from './private-redis.js';
+import { startHttpServer } from '../http/server.js';
 
 function parseFlags(args: string[]): Record<string, string | boolean | undefined> {
   const options: Record<string, { type: 'string' | 'boolean' }> = {};
@@ -42,9 +43,12 @@ export async function runStart(args: string[]): Promise<number> {
     shutdownGrace: config.shutdownGrace,
     ...(config.instanceId ? { instanceId: config.instanceId } : {}),
     ...(config.redisUrl ? { redisUrl: config.redisUrl } : {}),
+    ...(config.adminToken ? { adminToken: config.adminToken } : {}),
   });
   for (const job of jobs) runner.add(job as JobDefinition);
   await runner.start();
+  const http = await startHttpServer({ host: config.host, port: config.port, routes: runner.routes, logger });
+  logger.info({ url: `http://localhost:${http.port}/manage/jobs` }, 'status: http://localhost:%d/manage/jobs', http.port);
 
   return new Promise<number>((resolve) => {
     let stopping = false;
@@ -55,7 +59,10 @@ export async function runStart(args: string[]): Promise<number> {
       }
       stopping = true;
       logger.info({ signal }, 'received %s, shutting down', signal);
-      runner.stop().then(
+      runner
+        .stop()
+        .then(() => http.close())
+        .then(
         () => {
           process.off('SIGTERM', onSignal);
           process.off('SIGINT', onSignal);

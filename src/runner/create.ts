@@ -17,6 +17,10 @@ import { createRedis, whenReady, redactUrl } from '../redis/connection.js';
 import { keys as keyNames } from '../redis/keys.js';
 import { redisCoordinator, type RedisCoordinator } from '../lease/redis-coordinator.js';
 import type { Listener, RunnerEvents } from './events.js';
+import type { FastifyPluginAsync } from 'fastify';
+import type { Registry as PromRegistry } from 'prom-client';
+import { createStatusLayer, type StatusLayer } from '../status/index.js';
+import type { ClusterStatus } from '../status/model.js';
 
 /** Options of {@link createRunner}. */
 export interface RunnerOptions {
@@ -34,6 +38,10 @@ export interface RunnerOptions {
   readonly shutdownGrace?: Duration;
   /** The clock (tests inject one). */
   readonly clock?: Clock;
+  /** Bearer token of the admin routes (run, pause, resume). Without one they are refused. */
+  readonly adminToken?: string;
+  /** Unsuccessful runs in a row from which a job shows as degraded. Default 3. */
+  readonly failingStreak?: number;
 }
 
 /** A job runner. */
@@ -52,7 +60,25 @@ export interface Runner {
   jobs(): JobView[];
   /** Starts a job now, outside its schedule; false when unknown or already running. */
   runNow(jobId: string): boolean;
+  /**
+   * The HTTP routes (`/manage/jobs`, `/health`, `/metrics`, admin) as a fastify plugin bound
+   * to this runner: `app.register(runner.routes)`. Without Redis only `/health` answers;
+   * the status routes say that the status needs Redis.
+   */
+  readonly routes: FastifyPluginAsync;
+  /** This runner's Prometheus registry (job metrics and process metrics); undefined without Redis. */
+  readonly metrics: PromRegistry | undefined;
+  /** The cluster's status, read from Redis (what `GET /manage/jobs` returns). */
+  status(): Promise<ClusterStatus>;
 }
+
+/** The routes of a runner without Redis: health only, and a clear answer elsewhere. */
+const localRoutes: FastifyPluginAsync = async (app) => {
+  const needRedis = { error: 'the job status is kept in Redis: configure REDIS_URL (or start with --private-redis)' };
+  app.get('/health', async () => ({ status: 'ok', redis: 'not configured' }));
+  app.get('/manage/jobs', async (_req, reply) => reply.code(503).send(needRedis));
+  app.get('/manage/jobs/*', async (_req, reply) => reply.code(503).send(needRedis));
+};
 
 const INSTANCE_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
@@ -84,12 +110,22 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
   const detachLog = attachLogListener(core, logger);
   let coordinator: RedisCoordinator | undefined;
   let leaseConnection: Redis | undefined;
+  let status: StatusLayer | undefined;
   if (opts.redisUrl !== undefined || opts.redis !== undefined) {
     const lease = createRedis({ role: 'lease', ...(opts.redis ? { client: opts.redis } : { url: opts.redisUrl }) });
     leaseConnection = lease;
     lease.on('error', (err: Error) => logger.debug({ err: { message: err.message } }, 'lease connection error'));
     coordinator = redisCoordinator({ redis: lease, keys: keyNames(prefix), instanceId, logger, ownsConnection: true });
     core.setCoordinator(coordinator);
+    status = createStatusLayer({
+      core,
+      redis: opts.redis ? { client: opts.redis } : { url: opts.redisUrl as string },
+      prefix,
+      logger,
+      ...(opts.adminToken ? { adminToken: opts.adminToken } : {}),
+      ...(opts.failingStreak !== undefined ? { failingStreak: opts.failingStreak } : {}),
+    });
+    core.setSettings(status.settings);
     const where = opts.redisUrl ? redactUrl(opts.redisUrl) : 'the given client';
     logger.info({ redis: where, prefix }, 'coordinating through Redis at %s', where);
   } else {
@@ -104,16 +140,24 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
         await whenReady(leaseConnection, 3_000).catch((err: unknown) => logger.warn({ err }, 'Redis is not reachable yet; retrying in the background'));
         await coordinator.start();
       }
+      await status?.start();
       core.start();
       logger.info({ instanceId, jobs: core.jobs().length }, 'leasehold runner started');
     },
     async stop() {
       await core.stop();
+      await status?.stop();
       detachLog();
       logger.info({ instanceId }, 'leasehold runner stopped');
     },
     on: (event, fn) => core.on(event, fn),
     jobs: () => core.jobs(),
     runNow: (id) => core.runNow(id),
+    routes: status ? status.routes : localRoutes,
+    metrics: status?.metrics,
+    status: async () => {
+      if (!status) throw new LeaseholdError('INVALID_STATE', 'the job status is kept in Redis: configure redisUrl or redis');
+      return status.read();
+    },
   };
 }
