@@ -110,7 +110,12 @@ export class StatsWriter {
 
   /** Writes what is pending now (and waits for it); resolves false if something is left. */
   async flush(): Promise<boolean> {
-    await this.cycle();
+    // A round in progress may have started before the latest events: then one more.
+    for (let round = 0; round < 3 && this.backlog > 0; round++) {
+      const before = this.counts.failures;
+      await this.cycle();
+      if (this.counts.failures > before) break;
+    }
     return this.backlog === 0;
   }
 
