@@ -6,7 +6,7 @@
 import { mkdtemp, rm, mkdir, writeFile } from 'node:fs/promises';
 import { cpus, freemem, totalmem, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { BODY_MS, type SystemName } from './protocol.js';
+import { BODY_MS, FLOOR, type SystemName } from './protocol.js';
 import { redisHz } from './redis.js';
 import { statusScenario, timedScenario, type BenchSettings } from './scenarios.js';
 import { runStatus, type StatusFigures } from './status.js';
@@ -61,9 +61,10 @@ export async function runBench(settings: BenchSettings, log: (line: string) => v
       if (name === 'S4') {
         const s = statusScenario(settings);
         log(`S4: ${s.description}`);
-        const systems = await runStatus(s, settings.systems).catch((err: unknown): Partial<Record<SystemName, Failed>> => {
+        const compared = settings.systems.filter((sys) => sys !== FLOOR);
+        const systems = await runStatus(s, compared).catch((err: unknown): Partial<Record<SystemName, Failed>> => {
           log(`  failed: ${String(err)}`);
-          return Object.fromEntries(settings.systems.map((sys) => [sys, { error: String(err) }]));
+          return Object.fromEntries(compared.map((sys) => [sys, { error: String(err) }]));
         });
         scenarios.push({ name, description: s.description, jobs: s.jobs, processes: s.processes, systems });
         continue;
@@ -71,6 +72,7 @@ export async function runBench(settings: BenchSettings, log: (line: string) => v
       const s = timedScenario(name, settings);
       const systems: ScenarioResult['systems'] = {};
       for (const system of settings.systems) {
+        if (system === FLOOR && name !== 'S1') continue;
         log(`${name} ${system}: ${s.description}, ${s.durationMs / 1000} s`);
         try {
           const { figures, done } = await runTimed(s, system, settings.leaseMs, dir);

@@ -5,10 +5,12 @@
  * @module
  */
 
-/** The systems compared. */
-export const SYSTEMS = ['leasehold', 'bullmq', 'croner-redlock'] as const;
+/** The systems compared, and `croner-alone`: one process, no coordination, the floor of S1's lateness. */
+export const SYSTEMS = ['leasehold', 'bullmq', 'croner-redlock', 'croner-alone'] as const;
 /** One of {@link SYSTEMS}. */
 export type SystemName = (typeof SYSTEMS)[number];
+/** The reference that is not a peer: it runs in S1 only, in one process. */
+export const FLOOR: SystemName = 'croner-alone';
 
 /** How long every job body sleeps after recording its start, in ms. */
 export const BODY_MS = 20;
@@ -41,6 +43,8 @@ export interface ClientCounts {
   commands: number;
   /** Writes to Redis: a command alone, or a whole pipeline, counts once. */
   batches: number;
+  /** Commands sent, by lower-case name. */
+  byName: Record<string, number>;
 }
 
 /** A worker's answer to a snapshot request. */

@@ -12,6 +12,8 @@ export interface ServerCounters {
   readonly commands: number;
   /** `used_cpu_user + used_cpu_sys`, ms. */
   readonly cpuMs: number;
+  /** Calls by command name (`INFO commandstats`), those inside scripts included. */
+  readonly byName: Readonly<Record<string, number>>;
 }
 
 /** A private server and one client of the harness's own. */
@@ -49,10 +51,13 @@ export async function startBenchRedis(): Promise<BenchRedis> {
     hz,
     version,
     async counters() {
-      const text = await client.info('stats', 'cpu');
+      const text = await client.info('stats', 'cpu', 'commandstats');
+      const byName: Record<string, number> = {};
+      for (const m of text.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) byName[m[1] ?? '?'] = Number(m[2]);
       return {
         commands: field(text, 'total_commands_processed'),
         cpuMs: (field(text, 'used_cpu_user') + field(text, 'used_cpu_sys')) * 1000,
+        byName,
       };
     },
     stop: () => server.stop(),

@@ -2,7 +2,7 @@
  * The scenarios and the benchmark's settings, read from the environment.
  * @module
  */
-import { SYSTEMS, type SystemName } from './protocol.js';
+import { FLOOR, SYSTEMS, type SystemName } from './protocol.js';
 
 /** A scenario that runs a system's processes for a while and judges every tick (S1 to S3). */
 export interface TimedScenario {
@@ -35,10 +35,12 @@ export interface StatusScenario {
   /** Jobs held by the node whose memory is measured. */
   readonly holdJobs: number;
   readonly holdCron: string;
-  /** How long requests are sent to the holding node (one every 50 ms). */
+  /** How long requests are sent to the holding node after its first (one every 50 ms). */
   readonly holdRequestsForMs: number;
   /** How long the holding node runs before its RSS is read. */
   readonly holdSettleMs: number;
+  /** Whether the peers' workers hold 10,000 jobs too (for comparison; left out of the quick mode). */
+  readonly holdPeers: boolean;
 }
 
 /** Every scenario name. */
@@ -78,10 +80,12 @@ function positive(raw: string | undefined, what: string): number | undefined {
 /** Reads the settings from `env`. */
 export function readSettings(env: NodeJS.ProcessEnv, defaultOut: string): BenchSettings {
   const duration = positive(env['BENCH_DURATION_S'], 'BENCH_DURATION_S');
+  const quick = env['BENCH_QUICK'] === '1' || env['BENCH_QUICK'] === 'true';
   return {
-    quick: env['BENCH_QUICK'] === '1' || env['BENCH_QUICK'] === 'true',
+    quick,
     scenarios: list(env['BENCH_SCENARIOS'], SCENARIO_NAMES, 'BENCH_SCENARIOS'),
-    systems: list(env['BENCH_SYSTEMS'], SYSTEMS, 'BENCH_SYSTEMS'),
+    // The floor costs a run of S1; the quick mode leaves it out unless asked for.
+    systems: list(env['BENCH_SYSTEMS'], SYSTEMS, 'BENCH_SYSTEMS').filter((sys) => env['BENCH_SYSTEMS'] !== undefined || !quick || sys !== FLOOR),
     leaseMs: positive(env['BENCH_LEASE_MS'], 'BENCH_LEASE_MS') ?? 5_000,
     durationOverrideMs: duration === undefined ? undefined : duration * 1000,
     outFile: env['BENCH_OUT'] ?? defaultOut,
@@ -109,11 +113,12 @@ export function statusScenario(s: BenchSettings): StatusScenario {
     jobs: 1_000,
     cron: '*/10 * * * * *',
     processes: 3,
-    requestsForMs: s.quick ? 2_500 : 25_000,
+    requestsForMs: s.quick ? 2_000 : 25_000,
     requestEveryMs: 10,
     holdJobs: 10_000,
     holdCron: '0 0 * * * *',
-    holdRequestsForMs: s.quick ? 1_000 : 5_000,
-    holdSettleMs: s.quick ? 1_000 : 5_000,
+    holdRequestsForMs: s.quick ? 0 : 5_000,
+    holdSettleMs: s.quick ? 500 : 5_000,
+    holdPeers: !s.quick,
   };
 }

@@ -21,6 +21,8 @@ export interface HttpFigures extends Spread {
   readonly errors: number;
   readonly statuses: Readonly<Record<string, number>>;
   readonly bodyBytes: number;
+  /** The first request to a fresh node (slowest over the nodes), not among the others. */
+  readonly firstMs?: number;
 }
 
 /** S4 figures of one system. */
@@ -108,18 +110,21 @@ function request(port: number, path: string): Promise<{ status: number; ms: numb
   });
 }
 
-/** Whether the node answers `path` within `ms` (any status other than 404). */
-async function answers(port: number, path: string, ms: number): Promise<boolean> {
+/**
+ * The time of the node's first answer to `path` (its cold request), or null when it does
+ * not answer within `ms` or answers 404.
+ */
+async function firstAnswer(port: number, path: string, ms: number): Promise<number | null> {
   const until = Date.now() + ms;
   while (Date.now() < until) {
     try {
       const r = await request(port, path);
-      return r.status !== 404;
+      return r.status === 404 ? null : Math.round(r.ms * 10) / 10;
     } catch {
       await sleep(100);
     }
   }
-  return false;
+  return null;
 }
 
 /** Sends one request every `everyMs` for `forMs`, round robin over `ports`. */
@@ -163,9 +168,10 @@ async function statusLatency(s: StatusScenario): Promise<{ figures: HttpFigures 
     for (let i = 0; i < s.processes; i++) nodes.push(startNode(redis, 'bench-s4', i, await freePort(), s.jobs, s.cron));
     await Promise.all(nodes.map((n) => n.started));
     const ports = nodes.map((n) => n.port);
-    const up = await Promise.all(ports.map((p) => answers(p, '/manage/jobs', 3_000)));
-    if (!up.every(Boolean)) return { figures: null, note: 'GET /manage/jobs is not served by `leasehold start` yet' };
-    return { figures: await measure(ports, '/manage/jobs', s.requestsForMs, s.requestEveryMs) };
+    const cold = await Promise.all(ports.map((p) => firstAnswer(p, '/manage/jobs', 3_000)));
+    if (cold.some((c) => c === null)) return { figures: null, note: 'GET /manage/jobs is not served by `leasehold start` yet' };
+    const figures = await measure(ports, '/manage/jobs', s.requestsForMs, s.requestEveryMs);
+    return { figures: { ...figures, firstMs: Math.max(...cold.map((c) => c ?? 0)) } };
   } finally {
     await Promise.all(nodes.map((n) => n.kill()));
     await redis.stop();
@@ -207,7 +213,8 @@ async function holdMemory(s: StatusScenario, systems: readonly SystemName[]): Pr
     for (const p of pids) out.set(p.system, { rssMb: rssMb(p.pid) });
     for (const p of pids) {
       if (p.port === undefined) continue;
-      const manageJobs = (await answers(p.port, '/manage/jobs', 1_000)) ? await measure([p.port], '/manage/jobs', s.holdRequestsForMs, 50) : null;
+      const first = await firstAnswer(p.port, '/manage/jobs', 3_000);
+      const manageJobs = first === null ? null : { ...(await measure([p.port], '/manage/jobs', s.holdRequestsForMs, 50)), firstMs: first };
       out.set(p.system, { rssMb: out.get(p.system)?.rssMb ?? null, manageJobs, rssAfterRequestsMb: rssMb(p.pid) });
     }
     return out;
@@ -220,7 +227,7 @@ async function holdMemory(s: StatusScenario, systems: readonly SystemName[]): Pr
 /** Runs S4 for the selected systems. */
 export async function runStatus(s: StatusScenario, systems: readonly SystemName[]): Promise<Partial<Record<SystemName, StatusFigures>>> {
   const latency = systems.includes('leasehold') ? await statusLatency(s) : undefined;
-  const hold = await holdMemory(s, systems);
+  const hold = await holdMemory(s, s.holdPeers ? systems : systems.filter((x) => x === 'leasehold'));
   const result: Partial<Record<SystemName, StatusFigures>> = {};
   for (const system of systems) {
     const h = hold.get(system);
@@ -229,7 +236,7 @@ export async function runStatus(s: StatusScenario, systems: readonly SystemName[
       holdRssMb: h?.rssMb ?? null,
       holdJobs: s.holdJobs,
       ...(h?.manageJobs !== undefined ? { manageJobsHold: h.manageJobs, holdRssAfterRequestsMb: h.rssAfterRequestsMb ?? null } : {}),
-      ...(system === 'leasehold' && latency?.note ? { note: latency.note } : system !== 'leasehold' ? { note: 'no status API; RSS of one worker' } : {}),
+      ...(system === 'leasehold' && latency?.note ? { note: latency.note } : system !== 'leasehold' ? { note: s.holdPeers ? 'no status API; RSS of one worker' : 'no status API; RSS measured in the full run only' } : {}),
     };
   }
   return result;

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { analyzeRuns, readRuns, type CrashFigures, type RunRecord, type Spread } from './analyze.js';
 import { spawnWorker, type WorkerProc } from './cluster.js';
-import type { Snapshot, SystemName } from './protocol.js';
+import { FLOOR, type Snapshot, type SystemName } from './protocol.js';
 import { startBenchRedis, type ServerCounters } from './redis.js';
 import type { TimedScenario } from './scenarios.js';
 
@@ -29,6 +29,10 @@ export interface TimedFigures {
   /** Largest RSS of one process at the end of the window. */
   readonly rssMb: number;
   readonly windowMs: number;
+  /** Commands Redis executed per run, by name (scripts' inner calls included), largest first. */
+  readonly redisCommandsByName: Readonly<Record<string, number>>;
+  /** Commands the clients sent per run, by name, largest first. */
+  readonly sentByName: Readonly<Record<string, number>>;
   /** System-specific counters per run (claims lost, locks refused, ...). */
   readonly perRun: Readonly<Record<string, number>>;
   readonly crash?: CrashFigures & { readonly atMs: number; readonly leaseMs: number };
@@ -63,6 +67,21 @@ async function firstToRun(files: readonly string[], ms: number): Promise<number>
   return 0;
 }
 
+/** `after - before` per name. */
+function delta(before: Readonly<Record<string, number>>, after: Readonly<Record<string, number>>): Record<string, number> {
+  return Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)]));
+}
+
+/** Per-run values by name, largest first, zeros left out. */
+function perName(counts: Readonly<Record<string, number>>, per: (v: number) => number): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(counts)
+      .map(([k, v]) => [k, per(v)] as const)
+      .filter(([, v]) => v > 0)
+      .sort((a, b) => b[1] - a[1]),
+  );
+}
+
 /** The harness's INFO at the start of the window is itself counted by Redis. */
 const OWN_COMMANDS_IN_WINDOW = 1;
 
@@ -78,7 +97,8 @@ export async function runTimed(scenario: TimedScenario, system: SystemName, leas
     await redis.stop();
   };
   try {
-    for (let index = 0; index < scenario.processes; index++) {
+    const processes = system === FLOOR ? 1 : scenario.processes;
+    for (let index = 0; index < processes; index++) {
       const recordFile = join(dir, `${prefix}-${index}.runs`);
       files.push(recordFile);
       workers.push(spawnWorker({ system, index, redisUrl: redis.url, prefix, jobs: scenario.jobs, cron: scenario.cron, periodMs: scenario.periodMs, leaseMs, recordFile, setup: index === 0 }));
@@ -127,6 +147,7 @@ export async function runTimed(scenario: TimedScenario, system: SystemName, leas
     let rss = 0;
     let drift = 0;
     const extra: Record<string, number> = {};
+    const sent: Record<string, number> = {};
     for (const [index, last] of end.workers) {
       const first = start.workers.get(index);
       if (!first) continue;
@@ -136,6 +157,7 @@ export async function runTimed(scenario: TimedScenario, system: SystemName, leas
       if (index !== victim?.index) rss = Math.max(rss, last.rssBytes);
       drift = Math.max(drift, Math.abs(last.clockDriftMs));
       for (const [k, v] of Object.entries(last.extra)) extra[k] = (extra[k] ?? 0) + v - (first.extra[k] ?? 0);
+      for (const [k, v] of Object.entries(last.clients.byName)) sent[k] = (sent[k] ?? 0) + v - (first.clients.byName[k] ?? 0);
     }
     const figures: TimedFigures = {
       runs: inWindow,
@@ -151,6 +173,8 @@ export async function runTimed(scenario: TimedScenario, system: SystemName, leas
       cpuMsPerRun: per(cpuUs / 1000),
       rssMb: r2(rss / 2 ** 20),
       windowMs: end.at - start.at,
+      redisCommandsByName: perName(delta(start.redis.byName, end.redis.byName), per),
+      sentByName: perName(sent, per),
       perRun: Object.fromEntries(Object.entries(extra).map(([k, v]) => [k, per(v)])),
       ...(ticks.crash && crash ? { crash: { ...ticks.crash, atMs: crash.atMs - t0, leaseMs } } : {}),
       clockDriftMs: r2(drift),

@@ -28,9 +28,9 @@ async function main(): Promise<void> {
     const queue = new Queue<Data>(config.prefix, { connection, prefix: 'bench' });
     const ids = Array.from({ length: config.jobs }, (_, i) => i);
     // Created in slices so 10,000 schedulers do not open 10,000 requests at once.
-    for (let from = 0; from < ids.length; from += 200) {
+    for (let from = 0; from < ids.length; from += 1_000) {
       await Promise.all(
-        ids.slice(from, from + 200).map((i) =>
+        ids.slice(from, from + 1_000).map((i) =>
           queue.upsertJobScheduler(jobId(i), { pattern: config.cron }, { name: jobId(i), data: { i }, opts: { removeOnComplete: true, removeOnFail: true } }),
         ),
       );

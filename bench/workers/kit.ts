@@ -44,7 +44,7 @@ export async function body(record: Recorder, job: number, tickMs: number): Promi
 }
 
 interface SendCommand {
-  sendCommand(this: Redis, command: unknown, stream?: { isPipeline?: boolean }): unknown;
+  sendCommand(this: Redis, command: { name?: string }, stream?: { isPipeline?: boolean }): unknown;
 }
 
 /**
@@ -53,12 +53,14 @@ interface SendCommand {
  * one with the same pipeline stream, which counts as one batch.
  */
 export function countCommands(): ClientCounts {
-  const counts: ClientCounts = { commands: 0, batches: 0 };
+  const counts: ClientCounts = { commands: 0, batches: 0, byName: {} };
   const proto = Redis.prototype as unknown as SendCommand;
   const original = proto.sendCommand;
   const pipelines = new WeakSet<object>();
   proto.sendCommand = function (this: Redis, command, stream) {
     counts.commands++;
+    const name = command.name ?? '?';
+    counts.byName[name] = (counts.byName[name] ?? 0) + 1;
     if (stream?.isPipeline === true) {
       if (!pipelines.has(stream)) {
         pipelines.add(stream);
@@ -97,7 +99,7 @@ export function serve(opts: ServeOptions): void {
         snapshot: {
           cpuUs: cpu.user + cpu.system,
           rssBytes: process.memoryUsage.rss(),
-          clients: { ...opts.counts },
+          clients: { ...opts.counts, byName: { ...opts.counts.byName } },
           extra: opts.extra(),
           clockDriftMs: preciseNow() - Date.now(),
         },
