@@ -96,11 +96,12 @@ describe('infra/k8s Deployment', () => {
     assert.equal(containers.length, 1);
   });
 
-  it('listens on the status port and probes readiness, liveness and startup on GET /health', () => {
+  it('listens on the status port and probes readiness on /health/ready, liveness and startup on /health/live', () => {
     assert.equal(portNumber('http'), statusPort);
+    const expected: Record<string, string> = { readinessProbe: '/health/ready', livenessProbe: '/health/live', startupProbe: '/health/live' };
     for (const probe of ['readinessProbe', 'livenessProbe', 'startupProbe']) {
       const get = obj(obj(container[probe], probe)['httpGet'], `${probe}.httpGet`);
-      assert.equal(get['path'], '/health', probe);
+      assert.equal(get['path'], expected[probe], probe);
       assert.equal(portNumber(get['port']), statusPort, `${probe} port`);
     }
   });
