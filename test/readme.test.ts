@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { CONFIG, renderConfigTable } from '../src/cli/config.js';
-import { KEY_TABLE } from '../src/redis/keys.js';
+import { KEY_TABLE, renderKeyTable } from '../src/redis/keys.js';
 
 const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
 
@@ -19,7 +19,7 @@ function sources(dir: string): string[] {
   });
 }
 
-test('the configuration table in the README is the one the code renders (run `npx tsx scripts/config-table.ts` to refresh it)', () => {
+test('the configuration table in the README is the one the code renders (run `npx tsx scripts/readme-tables.ts` to refresh it)', () => {
   const m = /<!-- config-table:start -->\n([\s\S]*?)\n<!-- config-table:end -->/.exec(readme);
   assert.ok(m, 'README has the config-table markers');
   assert.equal(m[1], renderConfigTable());
@@ -33,6 +33,12 @@ test('every environment variable the code reads is in the configuration table', 
   }
   assert.ok(read.size >= 3, `found the env reads: ${[...read].join(', ')}`);
   for (const name of read) assert.ok(documented.has(name), `${name} is read by the code but not documented`);
+});
+
+test('the Redis key table in the README is the one the key module renders', () => {
+  const m = /<!-- key-table:start -->\n([\s\S]*?)\n<!-- key-table:end -->/.exec(readme);
+  assert.ok(m, 'README has the key-table markers');
+  assert.equal(m[1], renderKeyTable());
 });
 
 test('every Redis key is in the README key table', () => {

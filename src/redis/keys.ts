@@ -56,13 +56,13 @@ export const KEY_TABLE: readonly KeyDescription[] = [
   { pattern: '<prefix>:{<jobId>}:state', type: 'hash', purpose: 'claim state: `tick` last claimed tick (ms), `fence` fencing counter, `due` next fixedDelay start (ms)' },
   { pattern: '<prefix>:{<jobId>}:stats', type: 'hash', purpose: 'cluster-wide counters and last outcome of the job' },
   { pattern: '<prefix>:{<jobId>}:instances', type: 'hash', purpose: 'per-instance counters of the job, fields `<instanceId>.<field>`' },
-  { pattern: '<prefix>:{<jobId>}:runs', type: 'list', purpose: 'the job\'s recent runs, newest first, as JSON strings' },
-  { pattern: '<prefix>:{<jobId>}:batches', type: 'hash', purpose: 'stats writer id -> highest applied batch number, so a retried batch counts once' },
+  { pattern: '<prefix>:{<jobId>}:runs', type: 'list', purpose: 'the job\'s 50 most recent runs, newest first: JSON `{outcome, instance, scheduledAt, startedAt, durationMs, error, fencingToken, manual}`' },
+  { pattern: '<prefix>:{<jobId>}:batches', type: 'hash', purpose: 'stats writer `<instanceId>#<nonce>` -> `<seq>:<serverMs>` of its highest applied batch, so a retried batch counts once; expires after 7 days' },
   { pattern: '<prefix>:settings', type: 'hash', purpose: 'operator overrides: `<jobId>.paused`, `<jobId>.cron`, ...' },
-  { pattern: '<prefix>:jobs', type: 'set', purpose: 'ids of every registered job' },
-  { pattern: '<prefix>:instances', type: 'zset', purpose: 'live instance ids scored by last seen (ms)' },
-  { pattern: '<prefix>:instance:<id>', type: 'hash', purpose: 'one instance: id, host, pid, version, started, last seen; expires when the node dies' },
-  { pattern: '<prefix>:control', type: 'channel', purpose: 'pub/sub channel for control messages (run now, pause, resume)' },
+  { pattern: '<prefix>:jobs', type: 'set', purpose: 'ids of every registered job (re-added by every heartbeat)' },
+  { pattern: '<prefix>:instances', type: 'zset', purpose: 'instance ids scored by last seen (ms); members unseen for 60 s are dropped' },
+  { pattern: '<prefix>:instance:<id>', type: 'hash', purpose: 'one instance: `id`, `host`, `pid`, `version`, `startedAt`, `lastSeenAt`, `jobs`; TTL 15 s, refreshed every 5 s, so it expires when the node dies' },
+  { pattern: '<prefix>:control', type: 'channel', purpose: 'pub/sub channel: `{"type":"settings"}` after a settings change, `{"type":"run","jobId":...}` to run an instance job on every node' },
 ];
 
 const FORBIDDEN = /[{}\s]/;
@@ -104,4 +104,10 @@ export function keys(prefix: string = DEFAULT_PREFIX): Keys {
     },
     control: `${prefix}:control`,
   };
+}
+
+/** The README's key table, rendered from {@link KEY_TABLE}. */
+export function renderKeyTable(): string {
+  const rows = KEY_TABLE.map((k) => `| \`${k.pattern}\` | ${k.type} | ${k.purpose} |`);
+  return ['| key | type | what it holds |', '|---|---|---|', ...rows].join('\n');
 }
