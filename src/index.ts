@@ -22,3 +22,4 @@ export {
   type SkippedEvent,
   type MissedEvent,
 } from './runner/events.js';
+export type { ClusterStatus, JobStatus, JobDetail, InstanceStatus, InstanceRow, LeaseStatus, ScheduleStatus, StatusState } from './status/model.js';
