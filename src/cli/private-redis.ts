@@ -81,7 +81,10 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
     port,
     async stop() {
       child.stdin?.end();
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 3_000).unref())]);
+      // A referenced timer keeps the process alive until the server has gone (or 3 s).
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([exited, new Promise((r) => (timer = setTimeout(r, 3_000)))]);
+      clearTimeout(timer);
     },
   };
 }
