@@ -1,0 +1,135 @@
+/**
+ * What every fault scenario shares: its type, a private Redis and run log per run, and the
+ * figures computed from the run log and Redis's counters.
+ * @module
+ */
+import { mkdtempSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Redis } from 'ioredis';
+import { startRedis, type TestRedis } from '../test/helpers/redis.js';
+import { Cluster, readCounters } from './cluster.js';
+import type { ChaosJobId } from './jobs.js';
+import type { Checks, Figures } from './report.js';
+import { duplicateTicks, finishedBy, startsOf, type RunLine } from './runlog.js';
+
+/** How a scenario is run. */
+export interface ScenarioContext {
+  /** Shortened: smaller waits and fewer repetitions (`CHAOS_QUICK=1`, and `npm test`). */
+  readonly quick: boolean;
+  /** A directory of its own for run logs. */
+  readonly dir: string;
+  /** Progress lines for people. */
+  log(line: string): void;
+}
+
+/** A fault scenario. */
+export interface Scenario {
+  readonly name: string;
+  /** The faults it injects, in a few words (a table cell). */
+  faults(quick: boolean): string;
+  run(ctx: ScenarioContext): Promise<Figures>;
+}
+
+/** A private Redis, a cluster on it with a run log, and their teardown. */
+export interface Stage {
+  readonly redis: TestRedis;
+  /** A client of {@link redis} for reading counters. */
+  readonly client: Redis;
+  readonly cluster: Cluster;
+  readonly prefix: string;
+  readonly runLog: string;
+  /** Stops every node still alive, then Redis; safe to call twice. */
+  teardown(): Promise<void>;
+}
+
+let stageSeq = 0;
+
+/** Starts a private Redis and prepares a cluster of chaos nodes on it (no node started yet). */
+export async function stage(ctx: ScenarioContext, name: string, jobs: readonly ChaosJobId[], opts: { appendonly?: boolean; env?: Record<string, string> } = {}): Promise<Stage> {
+  const redis = await startRedis({ appendonly: opts.appendonly ?? false });
+  const prefix = `chaos-${name}-${++stageSeq}`;
+  const runLog = join(mkdtempSync(join(ctx.dir, `${name}-`)), 'runs.jsonl');
+  const cluster = new Cluster({ redisUrl: redis.url, prefix, runLog, jobs, ...(opts.env ? { env: opts.env } : {}) });
+  let client: Redis | undefined;
+  let down: Promise<void> | undefined;
+  return {
+    redis,
+    get client(): Redis {
+      client ??= redis.client();
+      return client;
+    },
+    cluster,
+    prefix,
+    runLog,
+    teardown() {
+      down ??= (async () => {
+        await cluster.stopAll();
+        await redis.stop();
+      })();
+      return down;
+    },
+  };
+}
+
+/** The ticks of a 1 s grid in [from, to], epoch ms. */
+export function secondTicks(from: number, to: number): number[] {
+  const out: number[] = [];
+  for (let t = Math.ceil(from / 1000) * 1000; t <= to; t += 1000) out.push(t);
+  return out;
+}
+
+/** A time window [from, to], epoch ms. */
+export interface Window {
+  readonly from: number;
+  readonly to: number;
+}
+
+/** How many of the ticks of a 1 s grid in `windows` a job ran (at least once), of how many. */
+export function tickCoverage(lines: readonly RunLine[], job: string, windows: readonly Window[]): { expected: number; done: number; notRun: number[] } {
+  const ran = new Set(startsOf(lines, job).map((l) => l.tick));
+  const ticks = windows.flatMap((w) => (w.to > w.from ? secondTicks(w.from, w.to) : []));
+  const notRun = ticks.filter((t) => !ran.has(t));
+  return { expected: ticks.length, done: ticks.length - notRun.length, notRun };
+}
+
+/** Ticks started more than once, over the given installation jobs. */
+export function duplicates(lines: readonly RunLine[], jobs: readonly string[]): number {
+  return jobs.reduce((n, job) => n + duplicateTicks(lines, job).length, 0);
+}
+
+/**
+ * Compares Redis's counters of `jobs` with the run log (after every node has stopped and
+ * flushed): runs that ended in the log against `runs - failed` (the jobs here never fail on
+ * their own; a failed run is a claim Redis could not answer, which never reached the
+ * handler), and each outcome against the log's ends and aborts. Adds a check per job;
+ * returns the runs the counters lack (negative when they have too many).
+ */
+export async function compareCounts(c: Checks, s: Stage, lines: readonly RunLine[], jobs: readonly ChaosJobId[], allowedLoss = 0): Promise<number> {
+  let lost = 0;
+  for (const job of jobs) {
+    const counters = await readCounters(s.client, s.prefix, job);
+    const by = finishedBy(lines, job);
+    const finished = [...by.values()].reduce((a, b) => a + b, 0);
+    const counted = (counters['runs'] ?? 0) - (counters['failed'] ?? 0);
+    lost += finished - counted;
+    const outcomes = job === 'blocker'
+      ? `lockLost ${counters['lockLost'] ?? 0} (log: ${finished} runs, each past its lease)`
+      : `succeeded ${counters['succeeded'] ?? 0}/${by.get('end') ?? 0}, lockLost ${counters['lockLost'] ?? 0}/${by.get('lockLost') ?? 0}, interrupted ${counters['interrupted'] ?? 0}/${by.get('shutdown') ?? 0}`;
+    const sameOutcomes = job === 'blocker'
+      || ((counters['succeeded'] ?? 0) === (by.get('end') ?? 0) && (counters['lockLost'] ?? 0) === (by.get('lockLost') ?? 0) && (counters['interrupted'] ?? 0) === (by.get('shutdown') ?? 0));
+    const within = finished - counted >= 0 && finished - counted <= allowedLoss;
+    c.add(
+      `${job}: Redis counters match the run log`,
+      within && (allowedLoss > 0 || sameOutcomes),
+      `log ${finished} runs ended, Redis runs-failed ${counted} (runs ${counters['runs'] ?? 0}, failed claims ${counters['failed'] ?? 0}); Redis/log: ${outcomes}${allowedLoss > 0 ? `; up to ${allowedLoss} may be lost` : ''}`,
+    );
+  }
+  return lost;
+}
+
+/** Redis's `missed` counters of `jobs`, added up. */
+export async function missedCount(s: Stage, jobs: readonly ChaosJobId[]): Promise<number> {
+  let n = 0;
+  for (const job of jobs) n += (await readCounters(s.client, s.prefix, job))['missed'] ?? 0;
+  return n;
+}

@@ -1,0 +1,74 @@
+/**
+ * A node frozen (SIGSTOP, like a long GC pause or a suspended VM) for longer than its
+ * lease, in the middle of a leased run. Another node takes the job over once the lease has
+ * run out; when the frozen node wakes (SIGCONT), its run must be aborted as `lockLost`
+ * before it does any more work, so the two runs overlap only while the first was frozen.
+ * @module
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Checks } from '../report.js';
+import { readRunLog, startsOf, waitForLog, endOf } from '../runlog.js';
+import { compareCounts, duplicates, missedCount, stage, tickCoverage, type Scenario } from '../scenario.js';
+
+const LEASE_MS = 2_000;
+
+export const nodeFreeze: Scenario = {
+  name: 'node frozen past its lease',
+  faults: (quick) => `SIGSTOP of the lease holder for ${quick ? 4 : 6} s (lease 2 s), then SIGCONT`,
+  async run(ctx) {
+    const c = new Checks();
+    const s = await stage(ctx, 'freeze', ['work', 'tick'], { env: { CHAOS_WORK_LEASE: `${LEASE_MS}ms`, CHAOS_WORK_MS: '60000' } });
+    try {
+      const ids = ['a', 'b', 'c'];
+      await Promise.all(ids.map((id) => s.cluster.start(id)));
+      const t0 = Date.now();
+      const first = (await waitForLog(s.runLog, (ls) => startsOf(ls, 'work').length > 0, 10_000, 'a run of work')).find((l) => l.job === 'work' && l.ev === 'start');
+      if (first === undefined) throw new Error('no run of work');
+      const victim = s.cluster.nodes.find((n) => n.id === first.inst);
+      if (victim === undefined) throw new Error(`no node ${first.inst}`);
+      await sleep(Number(process.env["FREEZE_AT"] ?? 700));
+      s.cluster.freeze(victim);
+      const frozenAt = Date.now();
+      ctx.log(`froze ${victim.id} ${frozenAt - first.t} ms into its run`);
+      const taken = await waitForLog(s.runLog, (ls) => startsOf(ls, 'work').some((l) => l.t > frozenAt), LEASE_MS + 4_000, 'a takeover').catch(() => readRunLog(s.runLog));
+      const takeover = startsOf(taken, 'work').find((l) => l.t > frozenAt);
+      await sleep(Math.max(0, (ctx.quick ? 4_000 : 6_000) - (Date.now() - frozenAt)));
+      const wokeAt = Date.now();
+      s.cluster.thaw(victim);
+      ctx.log(`woke ${victim.id} after ${wokeAt - frozenAt} ms`);
+      const lines = await waitForLog(s.runLog, (ls) => endOf(ls, first) !== undefined, 5_000, 'the end of the frozen run').catch(() => readRunLog(s.runLog));
+      await sleep(ctx.quick ? 1_500 : 3_000);
+      const stopAt = Date.now();
+      const codes = await s.cluster.stopAll();
+      const all = readRunLog(s.runLog);
+
+      c.add('another node takes the job over while the holder is frozen', takeover !== undefined && takeover.inst !== victim.id,
+        takeover ? `${takeover.inst} started ${takeover.t - frozenAt} ms after the freeze` : 'no takeover');
+      if (takeover) {
+        c.atLeast('the takeover waits for the frozen holder\'s lease to run out (it was extended every 1 s)', takeover.t - frozenAt, LEASE_MS / 2 - 100, ' ms');
+        c.atMost('the takeover comes within one lease time plus one interval', takeover.t - frozenAt, LEASE_MS + 1_000 + 500, ' ms');
+      }
+      const ended = endOf(lines, first) ?? endOf(all, first);
+      c.add('the woken run ends as lockLost', ended?.ev === 'abort' && ended.reason === 'lockLost', ended ? `${ended.ev} ${ended.reason ?? ''}` : 'never ended');
+      if (ended) c.atMost('it is aborted as soon as the node wakes', ended.t - wokeAt, 500, ' ms');
+      const after = all.filter((l) => l.job === 'work' && l.ev === 'work' && l.inst === victim.id && l.tick === first.tick && l.t >= wokeAt);
+      c.equal('[known gap, see report] steps of work the woken run did after waking, while another node held the lease', after.length, 0,
+        after.length > 0 ? `first ${after[0] ? after[0].t - wokeAt : 0} ms after SIGCONT` : '');
+      const victimWork = all.filter((l) => l.job === 'work' && l.ev === 'work' && l.inst === victim.id && l.tick === first.tick);
+      const lastVictimWork = Math.max(...victimWork.map((l) => l.t));
+      if (takeover) c.add('no work of the frozen run overlaps the takeover beyond the wake-up', !victimWork.some((l) => l.t > takeover.t && l.t < wokeAt), `last step of the frozen run ${lastVictimWork - frozenAt} ms after the freeze`);
+      c.equal('exit codes of the graceful stops', codes.filter((x) => x !== 0).length, 0, `codes ${codes.join(',')}`);
+
+      const installation = ['work', 'tick'];
+      const dup = duplicates(all, installation);
+      c.equal('ticks run twice', dup, 0);
+      // The frozen node may hold the tick job's lease (3 s) when frozen: leave that stretch out.
+      const cov = tickCoverage(all, 'tick', [{ from: t0 + 1_000, to: frozenAt - 500 }, { from: wokeAt + 4_000, to: stopAt - 1_000 }]);
+      c.equal('ticks of the 1 s job outside the freeze that did not run', cov.notRun.length, 0);
+      const lost = await compareCounts(c, s, all, ['work', 'tick']);
+      return { expected: cov.expected + 2, done: cov.done + (takeover ? 1 : 0) + (ended?.reason === 'lockLost' ? 1 : 0), duplicated: dup, lostCounts: lost, missed: await missedCount(s, ['tick']), checks: c.list };
+    } finally {
+      await s.teardown();
+    }
+  },
+};
