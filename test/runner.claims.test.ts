@@ -125,3 +125,22 @@ test('fixedDelay installation: a later due time from the cluster moves the next 
   assert.deepEqual(c.requests.map((r) => [r.tick - T0, r.mode]), [[500, 'delay'], [3000, 'delay']]);
   await core.stop();
 });
+
+test('stop() during a claim in flight waits for it and releases a lease it won, running nothing', async () => {
+  let released = 0;
+  let answer!: (d: ClaimDecision) => void;
+  const c: Coordinator = {
+    claim: () => new Promise<ClaimDecision>((r) => (answer = r)),
+    offsetMs: () => 0,
+    close: async () => {},
+  };
+  const { clock, core, events } = setup(c);
+  core.add({ id: 'j', scope: 'installation', cron: '* * * * * *', run: () => {} });
+  core.start();
+  await clock.advance(600);
+  const stopped = core.stop();
+  answer({ kind: 'claimed', lease: lease(9, () => released++), previousTick: null });
+  await stopped;
+  assert.deepEqual(events, []);
+  assert.equal(released, 1);
+});

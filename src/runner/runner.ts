@@ -431,18 +431,26 @@ export class RunnerCore {
       this.startRun(slot, eff, tick, mode === 'manual', undefined);
       return;
     }
-    // Reserve the slot while the claim is in flight so nothing overlaps it.
-    const placeholder = {} as ActiveRun;
-    slot.running = placeholder;
+    // Reserve the slot while the claim is in flight so nothing overlaps it; a stop waits for it.
+    const claim = this.coordinator.claim({ jobId: slot.job.id, tick, leaseMs: eff.leaseMs, mode });
+    const claiming: ActiveRun = {
+      runId: `claim-${tick}`,
+      startedAt: this.now(),
+      abortedReason: undefined,
+      settled: claim.then(() => undefined, () => undefined),
+      abort: () => {},
+      reportNow: () => {},
+    };
+    slot.running = claiming;
     let decision;
     try {
-      decision = await this.coordinator.claim({ jobId: slot.job.id, tick, leaseMs: eff.leaseMs, mode });
+      decision = await claim;
     } catch (err) {
-      slot.running = undefined;
+      if (slot.running === claiming) slot.running = undefined;
       this.claimFailed(slot, tick, mode === 'manual', err);
       return;
     }
-    slot.running = undefined;
+    if (slot.running === claiming) slot.running = undefined;
     if (this.status !== 'running') {
       if (decision.kind === 'claimed') await decision.lease.release(undefined).catch(() => false);
       return;
