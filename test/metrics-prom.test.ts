@@ -21,7 +21,13 @@ function fakeCore(jobs: Array<Record<string, unknown>>): MetricsCore & { emitter
     nextDueAt: null,
     running: undefined,
   }));
-  return { emitter, on: (e, fn) => emitter.on(e, fn), jobs: () => views, job: (id) => views.find((v) => v.job.id === id) };
+  return {
+    emitter,
+    on: (e, fn) => emitter.on(e, fn),
+    jobs: () => views,
+    job: (id) => views.find((v) => v.job.id === id),
+    intervalOf: (id) => views.find((v) => v.job.id === id)?.schedule?.trigger.intervalMs,
+  };
 }
 
 function samples(text: string): Map<string, number> {

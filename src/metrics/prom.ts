@@ -50,7 +50,14 @@ export interface RunnerMetrics {
 }
 
 /** What the metrics need of a runner. */
-export type MetricsCore = Pick<RunnerCore, 'on' | 'jobs' | 'job'>;
+export type MetricsCore = Pick<RunnerCore, 'on' | 'jobs' | 'job' | 'intervalOf'>;
+
+/**
+ * Zero-valued series are created up front for at most this many jobs: they let rates work
+ * from the first scrape, but cost about 4 KB each, which matters to a node with thousands of
+ * jobs. Beyond it, a job's counter series appear with its first event.
+ */
+export const ZERO_SERIES_JOB_LIMIT = 1_000;
 
 /** Creates a runner's metrics and subscribes them to its events. */
 export function createRunnerMetrics(core: MetricsCore, opts: { processMetrics?: boolean } = {}): RunnerMetrics {
@@ -83,6 +90,8 @@ export function createRunnerMetrics(core: MetricsCore, opts: { processMetrics?: 
   const addJob = (jobId: string, scope: 'instance' | 'installation'): void => {
     if (known.has(jobId)) return;
     known.add(jobId);
+    updateInterval(jobId);
+    if (known.size > ZERO_SERIES_JOB_LIMIT) return;
     for (const outcome of Object.values(RunOutcomes)) runs.inc({ job: jobId, outcome }, 0);
     for (const reason of Object.values(SkipReasons)) {
       if (reason !== 'claimed' || scope === 'installation') skips.inc({ job: jobId, reason }, 0);
@@ -94,11 +103,13 @@ export function createRunnerMetrics(core: MetricsCore, opts: { processMetrics?: 
     streak.set({ job: jobId }, 0);
     lastSuccess.set({ job: jobId }, 0);
     invalid.set({ job: jobId }, 0);
-    updateInterval(jobId);
   };
+  const intervals = new Map<string, number>();
   const updateInterval = (jobId: string): void => {
-    const ms = core.job(jobId)?.schedule?.trigger.intervalMs;
-    if (ms !== undefined) interval.set({ job: jobId }, ms / 1000);
+    const ms = core.intervalOf(jobId);
+    if (ms === undefined || intervals.get(jobId) === ms) return;
+    intervals.set(jobId, ms);
+    interval.set({ job: jobId }, ms / 1000);
   };
   for (const v of core.jobs()) addJob(v.job.id, v.job.scope);
 

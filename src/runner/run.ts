@@ -105,9 +105,13 @@ export function executeRun(p: RunParams): ActiveRun {
   /** A handler that blocked the loop may end before any timer ran: check the lease deadline first. */
   const checkLease = (): void => watcher?.check();
 
+  let log: Logger | undefined;
   const ctx: JobContext = {
     signal: controller.signal,
-    log: p.logger.child({ jobId: p.job.id, runId }),
+    // Created on first use: most handlers of frequent jobs never log.
+    get log() {
+      return (log ??= p.logger.child({ jobId: p.job.id, runId }));
+    },
     jobId: p.job.id,
     runId,
     scheduledAt: new Date(p.tick),

@@ -153,6 +153,11 @@ export class RunnerCore {
     return [...this.slots.values()].map((s) => this.view(s));
   }
 
+  /** The nominal interval of a job's schedule as it applies now (cheap; no view is built). */
+  intervalOf(id: string): number | undefined {
+    return this.slots.get(id)?.effective?.trigger.intervalMs;
+  }
+
   /** One job's view, or undefined. */
   job(id: string): JobView | undefined {
     const s = this.slots.get(id);
