@@ -34,13 +34,15 @@ export function parseDuration(value: unknown, what: string, allowZero = false): 
       `${what}: ${describe(value)} is not a duration (use milliseconds or a string like 500ms, 10s, 5m, 1h)`,
     );
   }
-  if (ms < 0 || (!allowZero && ms === 0)) {
+  // Whole milliseconds are what a timer waits: 0.4 is 0, which is no period (it would divide by zero).
+  const whole = Math.round(ms) + 0;
+  if (ms < 0 || (!allowZero && whole === 0)) {
     throw new LeaseholdError('INVALID_DURATION', `${what}: ${describe(value)} must be ${allowZero ? 'zero or more' : 'more than zero'}`);
   }
-  if (ms > MAX_MS) {
+  if (whole > MAX_MS) {
     throw new LeaseholdError('INVALID_DURATION', `${what}: ${describe(value)} is too long (at most 24 days)`);
   }
-  return Math.round(ms);
+  return whole;
 }
 
 /** Renders a value for an error message without dumping large objects. */

@@ -161,10 +161,35 @@ function checkSettingShape(jobName: string, field: string, value: EnvSetting): v
  * @throws LeaseholdError naming the job and the field at fault.
  */
 export function normalizeJob(input: unknown): NormalizedJob {
+  // Where the definition is being read, for a getter or proxy of it that throws.
+  const at = { job: '?', field: 'id' };
+  try {
+    return normalizeFields(input, at);
+  } catch (err) {
+    if (err instanceof LeaseholdError) throw err;
+    let why: string;
+    try {
+      why = err instanceof Error ? err.message : String(err);
+    } catch {
+      why = 'an unprintable value';
+    }
+    throw new LeaseholdError('INVALID_JOB', `job ${at.job}: field "${at.field}": reading it threw: ${why}`, { cause: err });
+  }
+}
+
+function normalizeFields(input: unknown, at: { job: string; field: string }): NormalizedJob {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     throw new LeaseholdError('INVALID_JOB', `a job must be an object, got ${describe(input)}`);
   }
-  const job = input as Record<string, unknown>;
+  // Each field is read once, so a getter cannot answer one check and then another.
+  const source = input as Record<string, unknown>;
+  const job: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
+  for (const key of KEYS) {
+    at.field = key;
+    job[key] = source[key];
+    if (key === 'id') at.job = describe(job[key]);
+  }
+  at.field = 'id';
   const rawId = job['id'];
   if (typeof rawId !== 'string' || !ID_PATTERN.test(rawId)) {
     throw new LeaseholdError(
@@ -173,7 +198,8 @@ export function normalizeJob(input: unknown): NormalizedJob {
     );
   }
   const name = JSON.stringify(rawId);
-  for (const key of Object.keys(job)) {
+  at.job = name;
+  for (const key of Object.keys(source)) {
     if (!KEYS.has(key)) fail(name, key, `unknown field (known: ${[...KEYS].join(', ')})`);
   }
   const scope = job['scope'] ?? 'instance';
@@ -188,7 +214,9 @@ export function normalizeJob(input: unknown): NormalizedJob {
   const value = job[kind];
 
   let schedule: ScheduleDeclaration;
+  at.field = kind;
   if (kind === 'cron') {
+    at.field = 'zone';
     const zone = job['zone'];
     if (zone !== undefined) {
       if (isEnvSetting(zone)) checkSettingShape(name, 'zone', zone);
@@ -196,10 +224,12 @@ export function normalizeJob(input: unknown): NormalizedJob {
     }
     const zoneNow = zone === undefined ? undefined : readSetting(zone);
     const zoneName = zoneNow === undefined ? undefined : checked(name, 'zone', () => validateZone(String(zoneNow)));
+    at.field = 'cron';
     if (isEnvSetting(value)) checkSettingShape(name, 'cron', value);
     else if (typeof value !== 'string') fail(name, 'cron', `${describe(value)} must be a string`);
-    const exprNow = readSetting(value as string | EnvSetting);
-    if (!isEnvSetting(value)) checked(name, 'cron', () => parseCron(String(exprNow), zoneName ? { zone: zoneName } : {}));
+    // A setting's default is checked like a literal; its live value at every fire.
+    const expr = isEnvSetting(value) ? value.default : value;
+    checked(name, 'cron', () => parseCron(String(expr), zoneName ? { zone: zoneName } : {}));
     schedule = { kind, value: value as string | EnvSetting, zone: zone as string | EnvSetting | undefined };
   } else {
     if (job['zone'] !== undefined) fail(name, 'zone', `a zone applies to a cron schedule only, not to ${kind}`);
