@@ -13,7 +13,7 @@
  * decides the exact day.
  * @module
  */
-import type { CronFields, DayOfMonthField, ValueSet } from './fields.js';
+import type { CronFields, DayOfMonthField, DayOfWeekField, ValueSet } from './fields.js';
 import type { WallClock } from './zone.js';
 
 /** A croner pattern and what croner needs checked after it. */
@@ -22,7 +22,7 @@ export interface Compiled {
   readonly parts: readonly [string, string, string, string, string, string];
   /** Exact day-of-month test when the pattern lists more days than match, else `null`. */
   readonly dayFilter: ((w: WallClock) => boolean) | null;
-  /** The days named never occur in the months named (`0 0 0 31 6 *`, `0 0 0 30 2 *`). */
+  /** No day matches the day fields in the months named (`0 0 0 31 6 *`, `0 0 0 5 * 6L`). */
   readonly never: boolean;
 }
 
@@ -117,15 +117,52 @@ function compileDayOfWeek(f: CronFields['dayOfWeek']): string {
 }
 
 /**
- * Whether plain days of month never occur in the months named. croner would
- * search 400 years to say so, at every call.
+ * Whether no day of any month named matches both day fields, in any year: days
+ * named that no month has (`0 0 0 31 6 *`), or day fields that never coincide
+ * (`0 0 0 5 * 6L`: the last Saturday is never the 5th). croner would search up
+ * to the year 3000 to say so, at every call. A month's days depend only on its
+ * length and the weekday of its first day, and every such pair occurs.
  */
-function neverOccurs(f: DayOfMonthField, months: ValueSet | null): boolean {
-  if (f.any || f.last || f.lastWeekday || f.nearestWeekday.length > 0 || f.lastOffset.length > 0) return false;
-  const firstDay = f.days.indexOf(1);
-  let longest = 0;
-  for (let m = 1; m <= 12; m++) if (months === null || months[m] === 1) longest = Math.max(longest, m === 2 ? 29 : (MONTH_DAYS[m - 1] ?? 31));
-  return firstDay > longest;
+function neverOccurs(fields: CronFields): boolean {
+  const dom = fields.dayOfMonth;
+  const dow = fields.dayOfWeek;
+  if (dom.any && dow.any) return false;
+  for (let m = 1; m <= 12; m++) {
+    if (fields.month !== null && fields.month[m] !== 1) continue;
+    for (const last of m === 2 ? [28, 29] : [MONTH_DAYS[m - 1] ?? 31]) {
+      for (let first = 0; first < 7; first++) {
+        const weekday = (day: number): number => (first + day - 1) % 7;
+        for (let day = 1; day <= last; day++) {
+          if (domMatches(dom, day, last, weekday) && dowMatches(dow, day, last, weekday(day))) return false;
+        }
+      }
+    }
+  }
+  return true;
+}
+
+/** Spring's day-of-month rules for a day of a month of `last` days. */
+function domMatches(f: DayOfMonthField, day: number, last: number, weekday: (day: number) => number): boolean {
+  if (f.any || f.days[day] === 1) return true;
+  if (f.last && day === last) return true;
+  if (f.lastWeekday) {
+    const wd = weekday(last);
+    if (day === (wd === 6 ? last - 1 : wd === 0 ? last - 2 : last)) return true;
+  }
+  if (f.lastOffset.some((n) => day === last - n)) return true;
+  return f.nearestWeekday.some((n) => {
+    if (n > last) return false;
+    const wd = weekday(n);
+    const nearest = wd === 6 ? (n === 1 ? 3 : n - 1) : wd === 0 ? (n === last ? -1 : n + 1) : n;
+    return day === nearest;
+  });
+}
+
+/** Spring's day-of-week rules (`d`, `d#n`, `dL`) for a day that is weekday `wd`. */
+function dowMatches(f: DayOfWeekField, day: number, last: number, wd: number): boolean {
+  if (f.any || f.days[wd] === 1) return true;
+  if (f.nth.some(([d, n]) => d === wd && Math.ceil(day / 7) === n)) return true;
+  return f.last.some((d) => d === wd && day + 7 > last);
 }
 
 /** The croner pattern for parsed fields. */
@@ -141,6 +178,6 @@ export function compile(fields: CronFields): Compiled {
       compileDayOfWeek(fields.dayOfWeek),
     ],
     dayFilter: dom.filter,
-    never: neverOccurs(fields.dayOfMonth, fields.month),
+    never: neverOccurs(fields),
   };
 }

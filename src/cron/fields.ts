@@ -230,9 +230,11 @@ export function parseFields(parts: readonly [string, string, string, string, str
 
 /** The error for a field at fault: names the field, its text and why. */
 export function fieldError(expression: string, field: FieldName, text: string, reason: string): LeaseholdError {
+  // The reason may quote an item of the field, as long as the field itself.
+  const why = reason.length > 160 ? `${reason.slice(0, 157)}...` : reason;
   return new LeaseholdError(
     ErrorCodes.INVALID_CRON,
-    `Invalid cron expression ${quote(expression)}: ${field} field ${quote(text)}: ${reason}`,
+    `Invalid cron expression ${quote(expression)}: ${field} field ${quote(text)}: ${why}`,
   );
 }
 
