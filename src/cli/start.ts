@@ -11,6 +11,7 @@ import { CONFIG, readConfig } from './config.js';
 import { loadJobsModule } from './load.js';
 import { startPrivateRedis, type PrivateRedis } from './private-redis.js';
 import { startHttpServer } from '../http/server.js';
+import { splitList } from '../redis/connection.js';
 
 function parseFlags(args: string[]): Record<string, string | boolean | undefined> {
   const options: Record<string, { type: 'string' | 'boolean' }> = {};
@@ -43,6 +44,8 @@ export async function runStart(args: string[]): Promise<number> {
     shutdownGrace: config.shutdownGrace,
     ...(config.instanceId ? { instanceId: config.instanceId } : {}),
     ...(config.redisUrl ? { redisUrl: config.redisUrl } : {}),
+    ...(config.redisClusterNodes ? { redisClusterNodes: splitList(config.redisClusterNodes) } : {}),
+    ...(config.redisSentinels ? { redisSentinels: splitList(config.redisSentinels), redisSentinelName: config.redisSentinelName } : {}),
     ...(config.adminToken ? { adminToken: config.adminToken } : {}),
   });
   for (const job of jobs) runner.add(job as JobDefinition);

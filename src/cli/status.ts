@@ -4,14 +4,15 @@
  * @module
  */
 import { parseArgs } from 'node:util';
-import { createRedis, redactUrl, whenReady } from '../redis/connection.js';
+import { createRedis, describeTarget, splitList, whenReady, type RedisClient, type RedisTarget } from '../redis/connection.js';
 import { keys as keyNames, type Keys } from '../redis/keys.js';
-import type { Redis } from 'ioredis';
 import { readCluster } from '../status/read.js';
 import type { ClusterStatus, JobStatus } from '../status/model.js';
 import type { CommandResult } from './main.js';
 
-const USAGE = 'usage: leasehold status [--json] [--redis-url URL] [--prefix P]   (or REDIS_URL, LEASEHOLD_PREFIX)\n';
+const USAGE =
+  'usage: leasehold status [--json] [--redis-url URL | --redis-cluster-nodes H:P,... | --redis-sentinels H:P,... --redis-sentinel-name N] [--prefix P]\n' +
+  '       (or REDIS_URL, REDIS_CLUSTER_NODES, REDIS_SENTINELS with REDIS_SENTINEL_NAME, LEASEHOLD_PREFIX)\n';
 
 /** How long `status` waits for Redis, in ms. */
 export const STATUS_CONNECT_TIMEOUT_MS = 3_000;
@@ -61,11 +62,27 @@ export function renderStatus(s: ClusterStatus): string {
 
 /** Runs `leasehold status`. Exit 0 when read, 1 when Redis is unreachable, 2 for bad usage. */
 export async function runStatus(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<CommandResult> {
-  let values: { json?: boolean; 'redis-url'?: string; prefix?: string; help?: boolean };
+  let values: {
+    json?: boolean;
+    'redis-url'?: string;
+    'redis-cluster-nodes'?: string;
+    'redis-sentinels'?: string;
+    'redis-sentinel-name'?: string;
+    prefix?: string;
+    help?: boolean;
+  };
   try {
     ({ values } = parseArgs({
       args,
-      options: { json: { type: 'boolean' }, 'redis-url': { type: 'string' }, prefix: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        json: { type: 'boolean' },
+        'redis-url': { type: 'string' },
+        'redis-cluster-nodes': { type: 'string' },
+        'redis-sentinels': { type: 'string' },
+        'redis-sentinel-name': { type: 'string' },
+        prefix: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
       strict: true,
       allowPositionals: false,
     }));
@@ -74,13 +91,24 @@ export async function runStatus(args: string[], env: NodeJS.ProcessEnv = process
   }
   if (values.help) return { code: 0, stdout: USAGE, stderr: '' };
   const url = values['redis-url'] ?? (env['REDIS_URL']?.trim() || undefined);
-  if (!url) return { code: 2, stdout: '', stderr: `leasehold status: REDIS_URL (or --redis-url) is required\n${USAGE}` };
+  const clusterNodes = values['redis-cluster-nodes'] ?? (env['REDIS_CLUSTER_NODES']?.trim() || undefined);
+  const sentinels = values['redis-sentinels'] ?? (env['REDIS_SENTINELS']?.trim() || undefined);
+  const sentinelName = values['redis-sentinel-name'] ?? (env['REDIS_SENTINEL_NAME']?.trim() || undefined);
+  const sources = [url, clusterNodes, sentinels].filter((x) => x !== undefined).length;
+  if (sources === 0) return { code: 2, stdout: '', stderr: `leasehold status: REDIS_URL (or --redis-url), REDIS_CLUSTER_NODES or REDIS_SENTINELS is required\n${USAGE}` };
+  if (sources > 1) return { code: 2, stdout: '', stderr: `leasehold status: give only one of REDIS_URL, REDIS_CLUSTER_NODES, REDIS_SENTINELS\n${USAGE}` };
+  if (sentinels && !sentinelName) return { code: 2, stdout: '', stderr: `leasehold status: REDIS_SENTINELS needs REDIS_SENTINEL_NAME\n${USAGE}` };
+  const target: RedisTarget = url
+    ? { url }
+    : clusterNodes
+      ? { clusterNodes: splitList(clusterNodes) }
+      : { sentinels: splitList(sentinels ?? ''), sentinelName: sentinelName ?? '' };
   const prefix = values.prefix ?? (env['LEASEHOLD_PREFIX']?.trim() || 'leasehold');
   let keys: Keys;
-  let redis: Redis;
+  let redis: RedisClient;
   try {
     keys = keyNames(prefix);
-    redis = createRedis({ url, role: 'stats' });
+    redis = createRedis({ target, role: 'stats' });
   } catch (err) {
     // Both messages name the bad input (a URL with its password hidden).
     return { code: 2, stdout: '', stderr: `leasehold status: ${(err as Error).message}\n` };
@@ -93,7 +121,7 @@ export async function runStatus(args: string[], env: NodeJS.ProcessEnv = process
     return { code: 0, stdout: values.json ? `${JSON.stringify(status)}\n` : renderStatus(status), stderr: '' };
   } catch (err) {
     const why = lastError ?? (err instanceof Error ? err.message : String(err));
-    return { code: 1, stdout: '', stderr: `leasehold status: Redis at ${redactUrl(url)} is unreachable: ${why}\n` };
+    return { code: 1, stdout: '', stderr: `leasehold status: Redis at ${describeTarget(target)} is unreachable: ${why}\n` };
   } finally {
     redis.disconnect();
   }

@@ -5,7 +5,7 @@
  * ours is never extended, deleted or overwritten.
  * @module
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connection.js';
 import { ErrorCodes, LeaseholdError, isLeaseholdError } from '../errors.js';
 import { claimScript, extendScript, releaseScript, type ClaimMode } from '../redis/commands.js';
 import type { Keys } from '../redis/keys.js';
@@ -95,7 +95,7 @@ export function holderOf(value: string): string {
 }
 
 /** A lease store on `redis` (a `lease` connection) with key names from `keys`. */
-export function createLeaseStore(redis: Redis, keys: Keys, options: LeaseStoreOptions = {}): LeaseStore {
+export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseStoreOptions = {}): LeaseStore {
   const monotonicNow = options.monotonicNow ?? (() => performance.now());
 
   function makeLease(jobId: string, tick: number, token: number, value: string, claimedAt: number): Lease {

@@ -2,7 +2,7 @@
  * The Redis coordinator: installation claims through the lease store, on Redis time.
  * @module
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connection.js';
 import type { Logger } from 'pino';
 import type { Coordinator, ClaimDecision, HeldLease } from '../runner/coordinator.js';
 import type { Keys } from '../redis/keys.js';
@@ -23,7 +23,7 @@ export const OFFSET_INTERVAL_MS = 60_000;
 /** Options of {@link redisCoordinator}. */
 export interface RedisCoordinatorOptions {
   /** A fail-fast `lease` connection, owned by the coordinator once given. */
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly keys: Keys;
   readonly instanceId: string;
   readonly logger: Logger;

@@ -5,8 +5,8 @@
  * @module
  */
 import { readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
 import { ErrorCodes, LeaseholdError } from '../errors.js';
+import type { RedisClient } from './connection.js';
 
 /** The methods `defineCommand` adds to a connection; replies are checked by the wrappers. */
 interface ScriptCommands {
@@ -22,7 +22,7 @@ const SCRIPTS: ReadonlyArray<{ command: keyof ScriptCommands; file: string; numb
 ];
 
 let sources: Map<string, string> | undefined;
-const prepared = new WeakSet<Redis>();
+const prepared = new WeakSet<RedisClient>();
 
 function source(file: string): string {
   sources ??= new Map();
@@ -34,7 +34,7 @@ function source(file: string): string {
   return lua;
 }
 
-function commands(redis: Redis): ScriptCommands {
+function commands(redis: RedisClient): ScriptCommands {
   if (!prepared.has(redis)) {
     for (const { command, file, numberOfKeys } of SCRIPTS) {
       redis.defineCommand(command, { numberOfKeys, lua: source(file) });
@@ -91,7 +91,7 @@ export type ClaimReply =
   | { kind: 'claimed'; token: number; value: string; previousTick: number; serverNowMs: number };
 
 /** Run `claim.lua`: claim the lease for one tick and mint a fencing token. */
-export async function claimScript(redis: Redis, args: ClaimScriptArgs): Promise<ClaimReply> {
+export async function claimScript(redis: RedisClient, args: ClaimScriptArgs): Promise<ClaimReply> {
   requireInteger('tick', args.tick, 0);
   requireInteger('leaseMs', args.leaseMs, 1);
   requireInteger('nowGuardMs', args.nowGuardMs, 0);
@@ -123,7 +123,7 @@ export async function claimScript(redis: Redis, args: ClaimScriptArgs): Promise<
 }
 
 /** Run `extend.lua`: true when the lease was still `value` and now lives `leaseMs` more. */
-export async function extendScript(redis: Redis, args: { leaseKey: string; value: string; leaseMs: number }): Promise<boolean> {
+export async function extendScript(redis: RedisClient, args: { leaseKey: string; value: string; leaseMs: number }): Promise<boolean> {
   requireInteger('leaseMs', args.leaseMs, 1);
   const reply = await commands(redis).leaseholdExtend(args.leaseKey, args.value, String(args.leaseMs));
   if (reply !== 0 && reply !== 1) throw unexpected('extend', reply);
@@ -136,7 +136,7 @@ export async function extendScript(redis: Redis, args: { leaseKey: string; value
  * plus `delayMs`. Pass -1 for other schedules.
  */
 export async function releaseScript(
-  redis: Redis,
+  redis: RedisClient,
   args: { leaseKey: string; stateKey: string; value: string; delayMs: number },
 ): Promise<boolean> {
   requireInteger('delayMs', args.delayMs, -1);

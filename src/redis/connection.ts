@@ -4,7 +4,7 @@
  * deadline, never leave it queued until Redis returns.
  * @module
  */
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { ErrorCodes, LeaseholdError } from '../errors.js';
 
 /**
@@ -21,21 +21,44 @@ export const STATS_COMMAND_TIMEOUT_MS = 5000;
 /** Longest wait between two reconnection attempts, in ms. */
 export const MAX_RECONNECT_DELAY_MS = 2000;
 
-/**
- * Where Redis is. Only a URL today; Redis Cluster (`REDIS_CLUSTER_NODES`) and
- * Sentinel (`REDIS_SENTINELS`) become further members of this type.
- */
-export interface RedisTarget {
-  /** `redis://[user:password@]host[:port][/db]` or `rediss://...` (TLS). */
-  url: string;
+/** A connection to one Redis (possibly found through Sentinel) or to a Redis Cluster. */
+export type RedisClient = Redis | Cluster;
+
+/** A single Redis server: `redis://[user:password@]host[:port][/db]` or `rediss://...` (TLS). */
+export interface UrlTarget {
+  readonly url: string;
 }
 
-/** Options for {@link createRedis}. Exactly one of `url` and `client`. */
+/**
+ * A Redis Cluster, from some of its nodes (the others are discovered). Each entry is
+ * `host:port`, or a URL `redis[s]://[user:password@]host:port` whose user, password and TLS
+ * apply to every node.
+ */
+export interface ClusterTarget {
+  readonly clusterNodes: readonly string[];
+}
+
+/**
+ * A master watched by Redis Sentinel: the Sentinels' addresses (`host:port`, port 26379 by
+ * default) and the master's name. An entry written as a URL `redis[s]://[user:password@]host:port`
+ * gives the user and password of the master and its replicas, and TLS for every connection.
+ */
+export interface SentinelTarget {
+  readonly sentinels: readonly string[];
+  readonly sentinelName: string;
+}
+
+/** Where Redis is: one server, a Cluster, or a master behind Sentinel. */
+export type RedisTarget = UrlTarget | ClusterTarget | SentinelTarget;
+
+/** Options for {@link createRedis}. Exactly one of `url`, `target` and `client`. */
 export interface CreateRedisOptions {
-  /** A Redis URL; see {@link RedisTarget.url}. */
+  /** A Redis URL; shorthand for `target: { url }`. */
   url?: string;
+  /** Where Redis is. */
+  target?: RedisTarget;
   /** An existing client whose address, auth and TLS are reused (it is duplicated, not shared). */
-  client?: Redis;
+  client?: RedisClient;
   /** What the connection is for; decides timeouts and queueing. */
   role: RedisRole;
   /** Per-command timeout in ms; defaults by role (none for `sub`). */
@@ -72,8 +95,8 @@ function decode(url: string, part: string, what: string): string {
   }
 }
 
-/** Address, auth, database and TLS options for `target`; throws `INVALID_CONFIG`. */
-export function targetOptions(target: RedisTarget): RedisOptions {
+/** Address, auth, database and TLS options for a URL target; throws `INVALID_CONFIG`. */
+export function targetOptions(target: UrlTarget): RedisOptions {
   const { url } = target;
   let parsed: URL;
   try {
@@ -103,6 +126,71 @@ export function targetOptions(target: RedisTarget): RedisOptions {
   if (parsed.password !== '') options.password = decode(url, parsed.password, 'password');
   if (parsed.protocol === 'rediss:') options.tls = {};
   return options;
+}
+
+/** A comma-separated list (`REDIS_CLUSTER_NODES`, `REDIS_SENTINELS`), trimmed, empty entries dropped. */
+export function splitList(text: string): string[] {
+  return text.split(',').map((s) => s.trim()).filter((s) => s !== '');
+}
+
+/** One node's address. */
+export interface NodeAddress {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** Addresses of a node list, and the user, password, database and TLS its URL entries give. */
+export interface NodeList {
+  readonly nodes: NodeAddress[];
+  /** `username`, `password`, `db` and `tls`, when an entry gave them. */
+  readonly options: RedisOptions;
+}
+
+const HOST_PORT = /^(\[[0-9A-Fa-f:.]+\]|[^\s:/@[\]]+)(?::(\d{1,5}))?$/;
+
+/**
+ * Reads a node list: `host[:port]` entries, or URLs `redis[s]://[user:password@]host[:port][/db]`.
+ * URL entries that give a user, password, database or TLS must agree. Throws `INVALID_CONFIG`
+ * naming `what` and the entry (its password hidden).
+ */
+export function parseNodeList(entries: readonly string[], what: string, defaultPort: number): NodeList {
+  if (entries.length === 0) {
+    throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, `${what}: no node given; expected host:port,host:port`);
+  }
+  const nodes: NodeAddress[] = [];
+  const options: RedisOptions = {};
+  const agree = (entry: string, field: 'username' | 'password' | 'db', value: string | number | undefined): void => {
+    if (value === undefined) return;
+    if (options[field] !== undefined && options[field] !== value) {
+      throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, `${what}: "${redactUrl(entry)}" gives another ${field === 'db' ? 'database' : field === 'username' ? 'user' : 'password'} than an earlier entry`);
+    }
+    (options as Record<string, unknown>)[field] = value;
+  };
+  for (const entry of entries) {
+    if (/^[a-zA-Z][\w+.-]*:\/\//.test(entry)) {
+      const o = targetOptions({ url: entry });
+      nodes.push({ host: o.host ?? '', port: new URL(entry).port === '' ? defaultPort : (o.port ?? defaultPort) });
+      agree(entry, 'username', o.username);
+      agree(entry, 'password', o.password);
+      if (o.db !== 0) agree(entry, 'db', o.db);
+      if (o.tls) options.tls = {};
+      continue;
+    }
+    const m = HOST_PORT.exec(entry);
+    const port = m?.[2] === undefined ? defaultPort : Number(m[2]);
+    if (!m || !(port >= 1 && port <= 65535)) {
+      throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, `${what}: "${redactUrl(entry)}" is not host:port or a redis:// URL`);
+    }
+    nodes.push({ host: (m[1] ?? '').replace(/^\[(.*)\]$/, '$1'), port });
+  }
+  return { nodes, options };
+}
+
+/** The target, safe to log: passwords hidden. */
+export function describeTarget(target: RedisTarget): string {
+  if ('url' in target) return redactUrl(target.url);
+  if ('clusterNodes' in target) return `cluster ${target.clusterNodes.map(redactUrl).join(',')}`;
+  return `sentinel master "${target.sentinelName}" via ${target.sentinels.map(redactUrl).join(',')}`;
 }
 
 /** Reconnection delay after `times` failed attempts: doubling, capped. */
@@ -151,27 +239,110 @@ export function roleOptions(role: RedisRole, commandTimeoutMs?: number): RedisOp
 }
 
 /**
- * A new connection for `role`, to `url` or to the same server as `client`.
- * A fail-fast connection (`lease`, `stats`) rejects commands until it is
- * ready; await {@link whenReady} after creating one.
+ * Cluster options for a role. The role's options apply to every node's connection; a
+ * fail-fast role also gets no offline queue at the cluster level, so a command fails at once
+ * while the cluster is away. Redirections (MOVED, ASK) and retries during a failover stay
+ * bounded (the command timeout, which counts from the command's first send, and ioredis's
+ * limit of 16 redirections).
  */
-export function createRedis(opts: CreateRedisOptions): Redis {
-  const role = roleOptions(opts.role, opts.commandTimeoutMs);
-  if (opts.client !== undefined && opts.url !== undefined) {
-    throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, 'give either a Redis url or a client, not both');
+export function clusterRoleOptions(role: RedisRole, commandTimeoutMs: number | undefined, nodeOptions: RedisOptions = {}): ClusterOptions {
+  const { retryStrategy: _perNode, enableOfflineQueue, ...perNode } = roleOptions(role, commandTimeoutMs);
+  const { host: _host, port: _port, db: _db, ...auth } = nodeOptions;
+  return {
+    enableOfflineQueue,
+    // The ready check (CLUSTER INFO) cannot pass without an offline queue: its node is still
+    // connecting. Fail-fast connections are ready once they know the slots.
+    enableReadyCheck: enableOfflineQueue === true,
+    clusterRetryStrategy: reconnectDelay,
+    // Node connections are not redialled on their own: a node that is away is found again
+    // (or replaced by its promoted replica) through the slot map, refreshed this often.
+    slotsRefreshInterval: 2_000,
+    slotsRefreshTimeout: 1_000,
+    redisOptions: { ...auth, ...perNode },
+    lazyConnect: false,
+  };
+}
+
+/**
+ * Opens `cluster`'s node connections as soon as the nodes are known. Without this a node is
+ * dialled by its first command, and a second command sent while it connects is refused (no
+ * offline queue).
+ */
+function dialNodes(cluster: Cluster): Cluster {
+  const dial = (node: Redis): void => {
+    if (node.status === 'wait') node.connect().catch(() => undefined); // a failed dial is retried through the slot map
+  };
+  for (const node of cluster.nodes('all')) dial(node);
+  cluster.on('+node', dial);
+  return cluster;
+}
+
+/**
+ * Options for a master behind Sentinel. A write refused with READONLY (the server was
+ * demoted, and the Sentinels have not told yet) drops the connection, which then asks the
+ * Sentinels for the master again; so does a failover announced by the Sentinels.
+ */
+export function sentinelRoleOptions(role: RedisRole, commandTimeoutMs: number | undefined, list: NodeList, name: string): RedisOptions {
+  const { tls, ...auth } = list.options;
+  return {
+    ...auth,
+    sentinels: list.nodes.map((n) => ({ host: n.host, port: n.port })),
+    name,
+    ...(tls ? { tls, enableTLSForSentinelMode: true, sentinelTLS: tls } : {}),
+    sentinelRetryStrategy: reconnectDelay,
+    failoverDetector: true,
+    reconnectOnError: (err: Error) => (err.message.startsWith('READONLY') ? 1 : false),
+    ...roleOptions(role, commandTimeoutMs),
+  };
+}
+
+function checkTarget(target: RedisTarget): RedisTarget {
+  if ('sentinels' in target && !(typeof target.sentinelName === 'string' && /^[^\s]{1,128}$/.test(target.sentinelName))) {
+    throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, 'Redis Sentinel needs the name of the master (REDIS_SENTINEL_NAME)');
   }
-  if (opts.client !== undefined) return opts.client.duplicate(role);
-  if (opts.url === undefined) {
-    throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, 'a Redis url or client is required');
+  return target;
+}
+
+/**
+ * A new connection for `role`, to `url`, to `target` or to the same server(s) as `client`.
+ * A fail-fast connection (`lease`, `stats`) rejects commands until it is ready; await
+ * {@link whenReady} after creating one. A URL or a single-server client gives a `Redis`;
+ * a Cluster target or client gives a `Cluster`, a Sentinel target a `Redis` that follows
+ * the master.
+ */
+export function createRedis(opts: CreateRedisOptions & { target?: undefined; client?: Redis }): Redis;
+export function createRedis(opts: CreateRedisOptions): RedisClient;
+export function createRedis(opts: CreateRedisOptions): RedisClient {
+  const given = [opts.url, opts.target, opts.client].filter((x) => x !== undefined).length;
+  if (given > 1) {
+    throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, 'give either a Redis url, a target or a client, not several');
   }
-  return new Redis({ ...targetOptions({ url: opts.url }), ...role });
+  if (opts.client instanceof Cluster) {
+    return dialNodes(opts.client.duplicate(undefined, clusterRoleOptions(opts.role, opts.commandTimeoutMs, opts.client.options.redisOptions)));
+  }
+  if (opts.client !== undefined) return opts.client.duplicate(roleOptions(opts.role, opts.commandTimeoutMs));
+  const target = opts.target ?? (opts.url === undefined ? undefined : { url: opts.url });
+  if (target === undefined) {
+    throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, 'a Redis url, target or client is required');
+  }
+  checkTarget(target);
+  if ('url' in target) return new Redis({ ...targetOptions(target), ...roleOptions(opts.role, opts.commandTimeoutMs) });
+  if ('clusterNodes' in target) {
+    const list = parseNodeList(target.clusterNodes, 'REDIS_CLUSTER_NODES', 6379);
+    if (list.options.db !== undefined) {
+      throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, 'REDIS_CLUSTER_NODES: a Redis Cluster has only database 0');
+    }
+    return dialNodes(new Cluster(list.nodes.map((n) => ({ host: n.host, port: n.port })), clusterRoleOptions(opts.role, opts.commandTimeoutMs, list.options)));
+  }
+  const list = parseNodeList(target.sentinels, 'REDIS_SENTINELS', 26379);
+  return new Redis(sentinelRoleOptions(opts.role, opts.commandTimeoutMs, list, target.sentinelName));
 }
 
 /**
  * Resolves once `redis` is ready for commands; rejects with `REDIS_ERROR`
  * after `timeoutMs` or when the connection is closed for good.
  */
-export function whenReady(redis: Redis, timeoutMs: number): Promise<void> {
+export function whenReady(redis: RedisClient, timeoutMs: number): Promise<void> {
   if (redis.status === 'ready') return Promise.resolve();
   if (redis.status === 'end') {
     return Promise.reject(new LeaseholdError(ErrorCodes.REDIS_ERROR, 'Redis connection is closed'));

@@ -5,8 +5,10 @@
  * @module
  */
 import { readFileSync } from 'node:fs';
-import type { ChainableCommander, Redis } from 'ioredis';
+import type { ChainableCommander } from 'ioredis';
 import { ErrorCodes, LeaseholdError } from '../errors.js';
+import type { RedisClient } from './connection.js';
+import { pipelined } from './pipeline.js';
 
 interface StatusScriptCommands {
   leaseholdPrune(instances: string, cutoff: string, ...ids: string[]): Promise<unknown>;
@@ -23,9 +25,9 @@ const SCRIPTS: ReadonlyArray<{ command: keyof StatusScriptCommands | keyof Statu
 ];
 
 const sources = new Map<string, string>();
-const prepared = new WeakSet<Redis>();
+const prepared = new WeakSet<RedisClient>();
 
-function commands(redis: Redis): StatusScriptCommands {
+function commands(redis: RedisClient): StatusScriptCommands {
   if (!prepared.has(redis)) {
     for (const { command, file, numberOfKeys } of SCRIPTS) {
       let lua = sources.get(file);
@@ -84,13 +86,13 @@ function requireInteger(name: string, value: number, min: number): void {
 export type RecordResult = { readonly ok: true; readonly applied: boolean } | { readonly ok: false; readonly error: Error };
 
 /**
- * Run `record.lua` for several batches (of different jobs) in one pipeline: each batch is
- * applied atomically, on its own.
+ * Run `record.lua` for several batches (of different jobs) in one pipeline (on a Cluster, one
+ * per slot): each batch is applied atomically, on its own.
  * @returns per batch, in order: `applied` true when applied now, false when the writer had
  *   applied this sequence number before; or the error of that batch.
  * @throws LeaseholdError `INVALID_CONFIG` for a bad argument (nothing is sent).
  */
-export async function recordScript(redis: Redis, batches: readonly RecordScriptArgs[]): Promise<RecordResult[]> {
+export async function recordScript(redis: RedisClient, batches: readonly RecordScriptArgs[]): Promise<RecordResult[]> {
   for (const args of batches) {
     requireInteger('seq', args.seq, 1);
     requireInteger('runsCap', args.runsCap, 1);
@@ -98,15 +100,18 @@ export async function recordScript(redis: Redis, batches: readonly RecordScriptA
   }
   if (batches.length === 0) return [];
   commands(redis);
-  const pipeline = redis.pipeline();
-  const queue = pipeline as unknown as StatusScriptPipeline;
-  for (const args of batches) {
-    queue.leaseholdRecord(
-      args.statsKey, args.instancesKey, args.runsKey, args.batchesKey,
-      args.writer, String(args.seq), JSON.stringify(args.batch), String(args.runsCap), String(args.keepMs),
-    );
-  }
-  const replies = (await pipeline.exec()) ?? [];
+  const replies = await pipelined(
+    redis,
+    batches.map((args) => ({
+      key: args.statsKey,
+      queue: (p) => {
+        (p as unknown as StatusScriptPipeline).leaseholdRecord(
+          args.statsKey, args.instancesKey, args.runsKey, args.batchesKey,
+          args.writer, String(args.seq), JSON.stringify(args.batch), String(args.runsCap), String(args.keepMs),
+        );
+      },
+    })),
+  );
   return batches.map((_, i): RecordResult => {
     const [err, reply] = replies[i] ?? [new Error('no reply'), undefined];
     if (err) return { ok: false, error: err };
@@ -122,7 +127,7 @@ export async function recordScript(redis: Redis, batches: readonly RecordScriptA
  * hash when they were last seen before `cutoff`.
  * @returns the number of fields removed.
  */
-export async function pruneScript(redis: Redis, args: { instancesKey: string; cutoff: string; instanceIds: string[] }): Promise<number> {
+export async function pruneScript(redis: RedisClient, args: { instancesKey: string; cutoff: string; instanceIds: string[] }): Promise<number> {
   if (args.instanceIds.length === 0) return 0;
   const reply = await commands(redis).leaseholdPrune(args.instancesKey, args.cutoff, ...args.instanceIds);
   if (typeof reply !== 'number' || !Number.isSafeInteger(reply)) {

@@ -4,8 +4,8 @@
  * timer close to the ticks Redis will accept, and to report clock skew.
  * @module
  */
-import type { Redis } from 'ioredis';
 import { ErrorCodes, LeaseholdError } from '../errors.js';
+import type { RedisClient } from './connection.js';
 
 /** A source of the present moment in epoch ms. */
 export interface Clock {
@@ -28,7 +28,7 @@ export const OFFSET_SAMPLES = 5;
  * keeping the sample with the smallest round trip and placing Redis's answer
  * at its midpoint. Throws `REDIS_ERROR` when Redis fails.
  */
-export async function measureOffset(redis: Redis, clock: Clock = { now: () => Date.now() }): Promise<ClockOffset> {
+export async function measureOffset(redis: RedisClient, clock: Clock = { now: () => Date.now() }): Promise<ClockOffset> {
   let best = await sample(redis, clock);
   for (let i = 1; i < OFFSET_SAMPLES; i++) {
     const next = await sample(redis, clock);
@@ -37,7 +37,7 @@ export async function measureOffset(redis: Redis, clock: Clock = { now: () => Da
   return best;
 }
 
-async function sample(redis: Redis, clock: Clock): Promise<ClockOffset> {
+async function sample(redis: RedisClient, clock: Clock): Promise<ClockOffset> {
   const sentAt = clock.now();
   let reply: unknown;
   try {

@@ -5,7 +5,6 @@
  */
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import type { Redis } from 'ioredis';
 import { LeaseholdError } from '../errors.js';
 import { parseDuration, type Duration } from '../schedule/duration.js';
 import type { JobDefinition, NormalizedJob } from '../schedule/job.js';
@@ -13,7 +12,7 @@ import { createLogger } from '../log/logger.js';
 import { attachLogListener } from '../log/listener.js';
 import type { Clock } from './clock.js';
 import { RunnerCore, type JobView } from './runner.js';
-import { createRedis, whenReady, redactUrl } from '../redis/connection.js';
+import { createRedis, describeTarget, whenReady, type RedisClient, type RedisTarget } from '../redis/connection.js';
 import { keys as keyNames } from '../redis/keys.js';
 import { redisCoordinator, type RedisCoordinator } from '../lease/redis-coordinator.js';
 import type { Listener, RunnerEvents } from './events.js';
@@ -24,10 +23,31 @@ import type { ClusterStatus } from '../status/model.js';
 
 /** Options of {@link createRunner}. */
 export interface RunnerOptions {
-  /** `redis://` or `rediss://` URL. Without it (and without `redis`), installation jobs run on this node alone. */
+  /**
+   * `redis://` or `rediss://` URL. Give one of `redisUrl`, `redisClusterNodes`,
+   * `redisSentinels` (with `redisSentinelName`) and `redis`; without any, installation jobs
+   * run on this node alone.
+   */
   readonly redisUrl?: string;
-  /** An existing ioredis client to use instead of `redisUrl` (it is duplicated for the lease connection, never closed by the runner). */
-  readonly redis?: Redis;
+  /**
+   * Redis Cluster: some of its nodes, `host:port` (the others are discovered). An entry may
+   * be a URL, `redis[s]://[user:password@]host:port`, whose user, password and TLS apply to
+   * every node.
+   */
+  readonly redisClusterNodes?: readonly string[];
+  /**
+   * Redis Sentinel: the Sentinels' addresses, `host:port` (default port 26379); needs
+   * `redisSentinelName`. An entry may be a URL whose user, password and TLS apply to the
+   * master and its replicas.
+   */
+  readonly redisSentinels?: readonly string[];
+  /** The name of the master the Sentinels watch (`sentinel monitor <name> ...`). */
+  readonly redisSentinelName?: string;
+  /**
+   * An existing ioredis client (a `Redis`, or a `Cluster`) whose address, auth and TLS are
+   * reused: it is duplicated for each of the runner's connections, never used or closed itself.
+   */
+  readonly redis?: RedisClient;
   /** Prefix of every Redis key. Default `leasehold`. */
   readonly prefix?: string;
   /** This node's id. Default `<host>-<pid>`. */
@@ -83,10 +103,18 @@ const localRoutes: FastifyPluginAsync = async (app) => {
 const INSTANCE_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
 /** Resolves a runner's options into checked values. */
-export function resolveRunnerOptions(opts: RunnerOptions): { instanceId: string; prefix: string; shutdownGraceMs: number; logger: Logger } {
-  if (opts.redisUrl !== undefined && opts.redis !== undefined) {
-    throw new LeaseholdError('INVALID_CONFIG', 'give either redisUrl or redis, not both');
+export function resolveRunnerOptions(opts: RunnerOptions): { instanceId: string; prefix: string; shutdownGraceMs: number; logger: Logger; target: RedisTarget | undefined } {
+  const given = (['redisUrl', 'redisClusterNodes', 'redisSentinels', 'redis'] as const).filter((k) => opts[k] !== undefined);
+  if (given.length > 1) {
+    throw new LeaseholdError('INVALID_CONFIG', `give only one of redisUrl, redisClusterNodes, redisSentinels and redis, not ${given.join(' and ')}`);
   }
+  if ((opts.redisSentinels === undefined) !== (opts.redisSentinelName === undefined)) {
+    throw new LeaseholdError('INVALID_CONFIG', 'redisSentinels and redisSentinelName go together');
+  }
+  let target: RedisTarget | undefined;
+  if (opts.redisUrl !== undefined) target = { url: opts.redisUrl };
+  else if (opts.redisClusterNodes !== undefined) target = { clusterNodes: [...opts.redisClusterNodes] };
+  else if (opts.redisSentinels !== undefined) target = { sentinels: [...opts.redisSentinels], sentinelName: opts.redisSentinelName ?? '' };
   const instanceId = opts.instanceId ?? `${hostname()}-${process.pid}`;
   if (!INSTANCE_ID.test(instanceId)) {
     throw new LeaseholdError('INVALID_CONFIG', `instanceId: ${JSON.stringify(instanceId)} must be 1 to 128 letters, digits or . _ : @ -`);
@@ -97,7 +125,7 @@ export function resolveRunnerOptions(opts: RunnerOptions): { instanceId: string;
   }
   const shutdownGraceMs = opts.shutdownGrace === undefined ? 10_000 : parseDuration(opts.shutdownGrace, 'shutdownGrace', true);
   const logger = opts.logger ?? createLogger({ level: process.env['LOG_LEVEL'] ?? 'info' });
-  return { instanceId, prefix, shutdownGraceMs, logger };
+  return { instanceId, prefix, shutdownGraceMs, logger, target };
 }
 
 /**
@@ -105,29 +133,30 @@ export function resolveRunnerOptions(opts: RunnerOptions): { instanceId: string;
  * @throws LeaseholdError `INVALID_CONFIG` for a bad option.
  */
 export function createRunner(opts: RunnerOptions = {}): Runner {
-  const { instanceId, shutdownGraceMs, logger, prefix } = resolveRunnerOptions(opts);
+  const { instanceId, shutdownGraceMs, logger, prefix, target } = resolveRunnerOptions(opts);
   const core = new RunnerCore({ instanceId, logger, shutdownGraceMs, ...(opts.clock ? { clock: opts.clock } : {}) });
   const detachLog = attachLogListener(core, logger);
   let coordinator: RedisCoordinator | undefined;
-  let leaseConnection: Redis | undefined;
+  let leaseConnection: RedisClient | undefined;
   let status: StatusLayer | undefined;
-  if (opts.redisUrl !== undefined || opts.redis !== undefined) {
-    const lease = createRedis({ role: 'lease', ...(opts.redis ? { client: opts.redis } : { url: opts.redisUrl }) });
+  if (target !== undefined || opts.redis !== undefined) {
+    const where = opts.redis ? { client: opts.redis } : { target };
+    const lease = createRedis({ role: 'lease', ...where });
     leaseConnection = lease;
     lease.on('error', (err: Error) => logger.debug({ err: { message: err.message } }, 'lease connection error'));
     coordinator = redisCoordinator({ redis: lease, keys: keyNames(prefix), instanceId, logger, ownsConnection: true });
     core.setCoordinator(coordinator);
     status = createStatusLayer({
       core,
-      redis: opts.redis ? { client: opts.redis } : { url: opts.redisUrl as string },
+      redis: where,
       prefix,
       logger,
       ...(opts.adminToken ? { adminToken: opts.adminToken } : {}),
       ...(opts.failingStreak !== undefined ? { failingStreak: opts.failingStreak } : {}),
     });
     core.setSettings(status.settings);
-    const where = opts.redisUrl ? redactUrl(opts.redisUrl) : 'the given client';
-    logger.info({ redis: where, prefix }, 'coordinating through Redis at %s', where);
+    const described = target ? describeTarget(target) : 'the given client';
+    logger.info({ redis: described, prefix }, 'coordinating through Redis at %s', described);
   } else {
     logger.warn('no Redis configured: installation jobs run on this node alone and nothing is shared');
   }
@@ -156,7 +185,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
     routes: status ? status.routes : localRoutes,
     metrics: status?.metrics,
     status: async () => {
-      if (!status) throw new LeaseholdError('INVALID_STATE', 'the job status is kept in Redis: configure redisUrl or redis');
+      if (!status) throw new LeaseholdError('INVALID_STATE', 'the job status is kept in Redis: configure redisUrl, redisClusterNodes, redisSentinels or redis');
       return status.read();
     },
   };

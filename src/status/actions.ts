@@ -5,7 +5,7 @@
  * control channel; pause and resume write the settings hash and tell every node at once.
  * @module
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connection.js';
 import type { Registry as PromRegistry } from 'prom-client';
 import { ErrorCodes, LeaseholdError } from '../errors.js';
 import type { RunnerCore } from '../runner/runner.js';
@@ -23,7 +23,7 @@ export const HEALTH_PING_TIMEOUT_MS = 1_000;
 export interface ManageApiDeps {
   readonly core: RunnerCore;
   /** A `stats` connection. */
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly keys: Keys;
   readonly settings: RedisSettings;
   readonly metrics: PromRegistry;

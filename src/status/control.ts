@@ -4,7 +4,7 @@
  * `{"type":"run","jobId":"<id>"}` (run an instance job now on every node that has it).
  * @module
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connection.js';
 import type { Logger } from 'pino';
 
 /** A control message. */
@@ -27,7 +27,7 @@ export function parseControl(text: string): ControlMessage | undefined {
 }
 
 /** Publishes a control message; resolves to the number of nodes that received it. */
-export async function publishControl(redis: Redis, channel: string, message: ControlMessage): Promise<number> {
+export async function publishControl(redis: RedisClient, channel: string, message: ControlMessage): Promise<number> {
   return redis.publish(channel, JSON.stringify(message));
 }
 
@@ -35,7 +35,7 @@ export async function publishControl(redis: Redis, channel: string, message: Con
  * Subscribes `sub` (a `sub` connection, used for nothing else) to `channel` once it is
  * ready; resubscribes after reconnects. Resolves once subscribed.
  */
-export function subscribeControl(sub: Redis, channel: string, logger: Logger, onMessage: (m: ControlMessage) => void): Promise<void> {
+export function subscribeControl(sub: RedisClient, channel: string, logger: Logger, onMessage: (m: ControlMessage) => void): Promise<void> {
   sub.on('message', (ch: string, text: string) => {
     if (ch !== channel) return;
     const m = parseControl(text);

@@ -9,11 +9,11 @@
  */
 import { readFileSync } from 'node:fs';
 import type { FastifyPluginAsync } from 'fastify';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connection.js';
 import type { Logger } from 'pino';
 import type { Registry as PromRegistry } from 'prom-client';
 import { ErrorCodes, LeaseholdError } from '../errors.js';
-import { createRedis, whenReady } from '../redis/connection.js';
+import { createRedis, whenReady, type RedisTarget } from '../redis/connection.js';
 import { keys as keyNames } from '../redis/keys.js';
 import type { RunnerCore, SettingsSource } from '../runner/runner.js';
 import { createRunnerMetrics } from '../metrics/prom.js';
@@ -35,8 +35,11 @@ export const STOP_FLUSH_MS = 3_000;
 /** Options of {@link createStatusLayer}. */
 export interface StatusLayerOptions {
   readonly core: RunnerCore;
-  /** Where Redis is: a URL, or a client whose address is reused (duplicated, never closed). */
-  readonly redis: { readonly url?: string; readonly client?: Redis };
+  /**
+   * Where Redis is: a URL, a target (one server, a Cluster, or a master behind Sentinel), or
+   * a client whose address is reused (duplicated, never closed). Exactly one.
+   */
+  readonly redis: { readonly url?: string; readonly target?: RedisTarget; readonly client?: RedisClient };
   /** Key prefix. Default `leasehold`. */
   readonly prefix?: string;
   readonly logger: Logger;
@@ -77,7 +80,7 @@ function packageVersion(): string {
   }
 }
 
-async function close(conn: Redis): Promise<void> {
+async function close(conn: RedisClient): Promise<void> {
   if (conn.status === 'ready') {
     await conn.quit().catch(() => conn.disconnect());
   } else {
@@ -97,7 +100,8 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
     throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, `failingStreak must be an integer >= 1, got ${String(opts.failingStreak)}`);
   }
   const keys = keyNames(opts.prefix);
-  const target = opts.redis.client ? { client: opts.redis.client } : { url: opts.redis.url };
+  const { url, target: where, client } = opts.redis;
+  const target = client ? { client } : where ? { target: where } : { url };
   const redis = createRedis({ ...target, role: 'stats', commandTimeoutMs: STATUS_COMMAND_TIMEOUT_MS });
   const sub = createRedis({ ...target, role: 'sub' });
   let down = false;

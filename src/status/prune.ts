@@ -4,8 +4,10 @@
  * not grow with every node ever started. Cluster totals are in the stats hash and stay.
  * @module
  */
-import type { Redis } from 'ioredis';
+import type { ChainableCommander } from 'ioredis';
+import type { RedisClient } from '../redis/connection.js';
 import type { Keys } from '../redis/keys.js';
+import { pipelined } from '../redis/pipeline.js';
 import { pruneScript } from '../redis/status-commands.js';
 
 /** Rows of a gone instance are kept this long after its last write, in ms. */
@@ -14,13 +16,13 @@ export const FORGET_ROWS_AFTER_MS = 3_600_000;
 export const PRUNE_EVERY_MS = 10 * 60_000;
 
 /** Removes gone instances' rows from the given instance jobs; resolves to the fields removed. */
-export async function pruneInstanceRows(redis: Redis, keys: Keys, jobIds: string[], nowMs: number, maxAgeMs = FORGET_ROWS_AFTER_MS): Promise<number> {
+export async function pruneInstanceRows(redis: RedisClient, keys: Keys, jobIds: string[], nowMs: number, maxAgeMs = FORGET_ROWS_AFTER_MS): Promise<number> {
   if (jobIds.length === 0) return 0;
   const members = await redis.zrange(keys.instances, 0, -1);
-  const read = redis.pipeline();
-  for (const m of members) read.exists(keys.instance(m));
-  for (const id of jobIds) read.hkeys(keys.instanceStats(id));
-  const replies = (await read.exec()) ?? [];
+  const replies = await pipelined(redis, [
+    ...members.map((m) => ({ key: keys.instance(m), queue: (p: ChainableCommander) => p.exists(keys.instance(m)) })),
+    ...jobIds.map((id) => ({ key: keys.instanceStats(id), queue: (p: ChainableCommander) => p.hkeys(keys.instanceStats(id)) })),
+  ]);
   const failed = replies.find(([err]) => err);
   if (failed?.[0]) throw failed[0];
   const live = new Set(members.filter((_, i) => replies[i]?.[1] === 1));

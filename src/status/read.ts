@@ -2,12 +2,14 @@
  * Reads the cluster's status straight from Redis in two pipelined round trips, whatever the
  * number of jobs: first the job set, the settings hash, the instance set and Redis time;
  * then every job's stats, per-instance rows (instance jobs) and lease (installation jobs),
- * and every instance's heartbeat.
+ * and every instance's heartbeat. On a Redis Cluster each round trip is one pipeline per
+ * slot, sent together.
  * @module
  */
-import type { ChainableCommander, Redis } from 'ioredis';
 import { ErrorCodes, LeaseholdError } from '../errors.js';
+import type { RedisClient } from '../redis/connection.js';
 import type { Keys } from '../redis/keys.js';
+import { pipelined, type PipelineReply, type PipelinedCommand } from '../redis/pipeline.js';
 import type { RecentRun } from './batch.js';
 import {
   DEFAULT_FAILING_STREAK,
@@ -31,16 +33,18 @@ export interface ReadOptions {
   readonly scopes?: Map<string, string>;
 }
 
-type Reply = [Error | null, unknown];
+/** Commands of one read, each queued with the key that decides its slot. */
+class Reads {
+  readonly commands: PipelinedCommand[] = [];
 
-async function exec(p: ChainableCommander): Promise<unknown[]> {
-  let replies: Reply[] | null;
-  try {
-    replies = (await p.exec()) as Reply[] | null;
-  } catch (err) {
-    throw new LeaseholdError(ErrorCodes.REDIS_ERROR, `reading the status from Redis failed: ${(err as Error).message}`, { cause: err });
+  add(key: string | undefined, queue: PipelinedCommand['queue']): this {
+    this.commands.push({ key, queue });
+    return this;
   }
-  if (!replies) throw new LeaseholdError(ErrorCodes.REDIS_ERROR, 'reading the status from Redis failed: no reply');
+}
+
+async function exec(redis: RedisClient, reads: Reads): Promise<unknown[]> {
+  const replies: PipelineReply[] = await pipelined(redis, reads.commands);
   return replies.map(([err, value]) => {
     if (!err) return value;
     // A key of the wrong type (an operator's mistake) reads as empty; anything else is Redis failing.
@@ -77,11 +81,12 @@ interface Base {
   members: string[];
 }
 
-async function readBase(redis: Redis, keys: Keys, jobId?: string): Promise<Base> {
-  const p = redis.pipeline().time().zrange(keys.instances, 0, -1);
-  if (jobId === undefined) p.smembers(keys.jobs).hgetall(keys.settings);
-  else p.sismember(keys.jobs, jobId).hgetall(keys.settings);
-  const [time, members, jobs, settings] = await exec(p);
+async function readBase(redis: RedisClient, keys: Keys, jobId?: string): Promise<Base> {
+  const r = new Reads().add(undefined, (p) => p.time()).add(keys.instances, (p) => p.zrange(keys.instances, 0, -1));
+  if (jobId === undefined) r.add(keys.jobs, (p) => p.smembers(keys.jobs));
+  else r.add(keys.jobs, (p) => p.sismember(keys.jobs, jobId));
+  r.add(keys.settings, (p) => p.hgetall(keys.settings));
+  const [time, members, jobs, settings] = await exec(redis, r);
   const jobIds = jobId === undefined ? strings(jobs).filter((id) => JOB_ID.test(id)).sort(byId) : jobs === 1 ? [jobId] : [];
   return { nowMs: redisTime(time), members: strings(members).filter((id) => INSTANCE_ID.test(id)), jobIds, settings: hash(settings) };
 }
@@ -100,22 +105,23 @@ function liveInstances(members: string[], replies: unknown[]): { live: Set<strin
 }
 
 /** Every job and every live instance, as `GET /manage/jobs` returns them. */
-export async function readCluster(redis: Redis, keys: Keys, opts: ReadOptions = {}): Promise<ClusterStatus> {
+export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOptions = {}): Promise<ClusterStatus> {
   const base = await readBase(redis, keys);
-  const p = redis.pipeline();
+  const r = new Reads();
   // What is read per job: stats always; per-instance rows unless it is known to be an
   // installation job; the lease unless it is known to be an instance job.
   const plan = base.jobIds.map((id) => {
     const scope = opts.scopes?.get(id);
     const rows = scope !== 'installation';
     const lease = scope !== 'instance';
-    p.hgetall(keys.stats(id));
-    if (rows) p.hgetall(keys.instanceStats(id));
-    if (lease) p.get(keys.lease(id)).pttl(keys.lease(id));
+    const stats = keys.stats(id);
+    r.add(stats, (p) => p.hgetall(stats));
+    if (rows) r.add(stats, (p) => p.hgetall(keys.instanceStats(id)));
+    if (lease) r.add(stats, (p) => p.get(keys.lease(id)).pttl(keys.lease(id)));
     return { id, rows, lease };
   });
-  for (const m of base.members) p.hgetall(keys.instance(m));
-  const replies = await exec(p);
+  for (const m of base.members) r.add(keys.instance(m), (p) => p.hgetall(keys.instance(m)));
+  const replies = await exec(redis, r);
   let at = 0;
   const raw = plan.map(({ id, rows, lease }) => {
     const stats = hash(replies[at++]);
@@ -147,14 +153,15 @@ function parseRun(text: string): RecentRun | undefined {
 }
 
 /** One job with its recent runs; undefined when no node ever registered it. */
-export async function readJob(redis: Redis, keys: Keys, jobId: string, opts: ReadOptions = {}): Promise<JobDetail | undefined> {
+export async function readJob(redis: RedisClient, keys: Keys, jobId: string, opts: ReadOptions = {}): Promise<JobDetail | undefined> {
   const base = await readBase(redis, keys, jobId);
   if (base.jobIds.length === 0) return undefined;
-  const p = redis.pipeline();
-  p.hgetall(keys.stats(jobId)).hgetall(keys.instanceStats(jobId)).get(keys.lease(jobId)).pttl(keys.lease(jobId));
-  p.lrange(keys.runs(jobId), 0, -1);
-  for (const m of base.members) p.hgetall(keys.instance(m));
-  const r = await exec(p);
+  const reads = new Reads().add(keys.stats(jobId), (p) => {
+    p.hgetall(keys.stats(jobId)).hgetall(keys.instanceStats(jobId)).get(keys.lease(jobId)).pttl(keys.lease(jobId));
+    p.lrange(keys.runs(jobId), 0, -1);
+  });
+  for (const m of base.members) reads.add(keys.instance(m), (p) => p.hgetall(keys.instance(m)));
+  const r = await exec(redis, reads);
   const { live } = liveInstances(base.members, r.slice(5));
   const ctx: ModelContext = { nowMs: base.nowMs, live, failingStreak: opts.failingStreak ?? DEFAULT_FAILING_STREAK };
   const status = jobStatus(
@@ -173,6 +180,6 @@ export async function readJob(redis: Redis, keys: Keys, jobId: string, opts: Rea
 }
 
 /** Whether a job id is in the job set. */
-export async function isRegistered(redis: Redis, keys: Keys, jobId: string): Promise<boolean> {
+export async function isRegistered(redis: RedisClient, keys: Keys, jobId: string): Promise<boolean> {
   return (await redis.sismember(keys.jobs, jobId)) === 1;
 }

@@ -5,9 +5,11 @@
  * @module
  */
 import { hostname } from 'node:os';
-import type { Redis } from 'ioredis';
+import type { ChainableCommander } from 'ioredis';
+import type { RedisClient } from '../redis/connection.js';
 import type { Logger } from 'pino';
 import type { Keys } from '../redis/keys.js';
+import { pipelined } from '../redis/pipeline.js';
 import { iso } from './batch.js';
 import { PRUNE_EVERY_MS, pruneInstanceRows } from './prune.js';
 
@@ -21,7 +23,7 @@ export const INSTANCE_FORGET_MS = 60_000;
 /** Options of {@link Registry}. */
 export interface RegistryOptions {
   /** A `stats` connection. */
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly keys: Keys;
   readonly instanceId: string;
   /** leasehold's version, shown in the instance list. */
@@ -95,8 +97,7 @@ export class Registry {
     const now = this.opts.now();
     const key = keys.instance(instanceId);
     const ids = this.opts.jobIds();
-    const tx = redis.pipeline();
-    tx.hset(key, {
+    const fields = {
       id: instanceId,
       host: hostname(),
       pid: String(process.pid),
@@ -104,13 +105,14 @@ export class Registry {
       startedAt: this.startedAt,
       lastSeenAt: iso(now),
       jobs: String(ids.length),
-    });
-    tx.pexpire(key, HEARTBEAT_TTL_MS);
-    tx.zadd(keys.instances, now, instanceId);
-    tx.zremrangebyscore(keys.instances, '-inf', now - INSTANCE_FORGET_MS);
-    if (ids.length > 0) tx.sadd(keys.jobs, ...ids);
+    };
     try {
-      const replies = (await tx.exec()) ?? [];
+      // One pipeline; on a Cluster one per key, as the three keys live in different slots.
+      const replies = await pipelined(redis, [
+        { key, queue: (p) => p.hset(key, fields).pexpire(key, HEARTBEAT_TTL_MS) },
+        { key: keys.instances, queue: (p) => p.zadd(keys.instances, now, instanceId).zremrangebyscore(keys.instances, '-inf', now - INSTANCE_FORGET_MS) },
+        ...(ids.length > 0 ? [{ key: keys.jobs, queue: (p: ChainableCommander) => p.sadd(keys.jobs, ...ids) }] : []),
+      ]);
       const failed = replies.find(([err]) => err);
       if (failed?.[0]) throw failed[0];
       if (this.failing) this.opts.logger.debug('heartbeat written again');

@@ -7,7 +7,7 @@
  * handed to `onChange` (the runner's `refresh`).
  * @module
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connection.js';
 import type { Logger } from 'pino';
 import type { SettingsSource } from '../runner/runner.js';
 import type { JobOverrides } from '../schedule/trigger.js';
@@ -46,7 +46,7 @@ function same(a: JobOverrides | undefined, b: JobOverrides | undefined): boolean
 /** Options of {@link RedisSettings}. */
 export interface RedisSettingsOptions {
   /** A `stats` connection. */
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   /** `<prefix>:settings`. */
   readonly key: string;
   readonly logger: Logger;

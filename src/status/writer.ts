@@ -7,7 +7,7 @@
  * @module
  */
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connection.js';
 import type { Logger } from 'pino';
 import type { RunnerCore } from '../runner/runner.js';
 import type { Keys } from '../redis/keys.js';
@@ -45,7 +45,7 @@ export interface WriterCounts {
 export interface StatsWriterOptions {
   readonly core: WriterCore;
   /** A `stats` connection. */
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly keys: Keys;
   readonly logger: Logger;
   /** Called with the ids of jobs seen for the first time (the registry adds them to the job set). */
