@@ -1,0 +1,159 @@
+/**
+ * Redis Cluster (SPEC 7, REDIS_CLUSTER_NODES): real nodes against a real three-master cluster
+ * with a replica per master. The jobs' keys spread over the shards; every tick runs once,
+ * through a coordinated failover (`CLUSTER FAILOVER`) and the kill of a master whose replica
+ * then takes over; the counters equal the runs; the status and the control channel work
+ * from any node; and nothing a node sends spans two slots.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Cluster } from 'ioredis';
+import { createRedis, whenReady } from '../src/redis/connection.js';
+import { keys as keyNames } from '../src/redis/keys.js';
+import { manualFailover, startCluster, startNodes, writeScaleoutJobs, TICK_JOBS, type TestCluster } from './helpers/cluster.js';
+import { runLeasehold } from './helpers/node.js';
+import { duplicateTicks, readRuns, type RunLine } from './helpers/runs.js';
+
+let cluster: TestCluster;
+const dir = mkdtempSync(join(tmpdir(), 'leasehold-scaleout-cluster-'));
+const jobs = writeScaleoutJobs(dir);
+const TOKEN = 'scaleout-admin-token';
+
+before(async () => {
+  cluster = await startCluster({ masters: 3, replicas: 1, nodeTimeoutMs: 1_000 });
+});
+after(async () => {
+  await cluster?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function json(port: number, path: string, init: RequestInit = {}): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, init);
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+/** Ticks (1 s grid) in [from, to]. */
+function ticks(from: number, to: number): number[] {
+  const out: number[] = [];
+  for (let t = Math.ceil(from / 1000) * 1000; t <= to; t += 1000) out.push(t);
+  return out;
+}
+
+test('three nodes on a three-master cluster: once per tick through a manual failover and a master kill; counters, status and control work', async () => {
+  const prefix = 'sc1';
+  const k = keyNames(prefix);
+  const masters = new Set(await Promise.all(TICK_JOBS.map((j) => cluster.masterOf(k.lease(j)))));
+  assert.ok(masters.size >= 2, `the jobs' keys spread over ${masters.size} shards`);
+
+  const runLog = join(dir, `${prefix}.jsonl`);
+  const nodes = await startNodes(3, jobs, {
+    REDIS_CLUSTER_NODES: cluster.seeds.slice(0, 2).join(','),
+    LEASEHOLD_PREFIX: prefix,
+    RUN_LOG: runLog,
+    LEASEHOLD_ADMIN_TOKEN: TOKEN,
+  });
+  const t0 = Date.now();
+  try {
+    await sleep(4_000);
+
+    // A coordinated failover of the shard holding tick-a: no write is lost.
+    const failedOver = await cluster.masterOf(k.lease('tick-a'));
+    const f0 = Date.now();
+    const promoted = await manualFailover(cluster, failedOver);
+    const f1 = Date.now();
+    assert.notEqual(promoted, failedOver);
+    await sleep(4_000);
+
+    // Kill -9 of the master holding tick-b (and whatever else lives there): its replica takes over.
+    const victim = await cluster.masterOf(k.lease('tick-b'));
+    const server = cluster.servers.find((s) => s.port === victim);
+    assert.ok(server);
+    const k0 = Date.now();
+    await server.kill();
+    await cluster.waitHealthy(15_000, 3, [victim]);
+    const k1 = Date.now();
+    await sleep(4_000);
+
+    // The control channel (PUBLISH on one node, subscribers on any): every node runs `manual`.
+    const asked = await json(nodes.ports[0] ?? 0, '/manage/jobs/manual/run', { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } });
+    assert.equal(asked.status, 202, JSON.stringify(asked.body));
+    const until = Date.now() + 5_000;
+    while (readRuns(runLog).filter((l) => (l.ev as string) === 'manual').length < 3 && Date.now() < until) await sleep(100);
+    const manual = readRuns(runLog).filter((l) => (l.ev as string) === 'manual');
+    assert.deepEqual(manual.map((l) => l.inst).sort(), ['n0', 'n1', 'n2'], 'every node got the run request');
+
+    // Any node answers the status, read across the shards.
+    const fromHttp = await json(nodes.ports[1] ?? 0, '/manage/jobs');
+    assert.equal(fromHttp.status, 200);
+    const ids = (fromHttp.body['jobs'] as Array<{ id: string }>).map((j) => j.id).sort();
+    assert.deepEqual(ids, [...TICK_JOBS, 'manual'].sort());
+    assert.equal((fromHttp.body['instances'] as unknown[]).length, 3);
+    const t1 = Date.now();
+
+    await nodes.stop();
+    const lines = readRuns(runLog);
+    const report: string[] = [];
+    for (const job of TICK_JOBS) {
+      const dup = duplicateTicks(lines, job);
+      const ran = new Set(lines.filter((l) => l.job === job && l.ev === 'start').map((l) => l.tick));
+      const quiet = ticks(t0 + 1_500, t1 - 1_000).filter((t) => !(t >= f0 - 1_000 && t <= f1 + 2_000) && !(t >= k0 - 1_000 && t <= k1 + 2_000));
+      const missing = quiet.filter((t) => !ran.has(t));
+      report.push(`${job}: ${ran.size} ticks, ${dup.length} twice, ${missing.length} missed outside the failovers`);
+      assert.deepEqual(dup, [], `${job}: no tick ran twice`);
+      assert.deepEqual(missing.map((t) => new Date(t).toISOString()), [], `${job}: every tick away from the failovers ran`);
+      const insts = new Set(lines.filter((l) => l.job === job && l.ev === 'start').map((l) => l.inst));
+      assert.ok(insts.size >= 2, `${job} moves between nodes`);
+    }
+    process.stderr.write(`# cluster failover: manual ${f1 - f0} ms, kill -9 to healthy ${k1 - k0} ms; ${report.join('; ')}\n`);
+
+    // The counters equal the runs: every run that ended is counted once, also across the failovers.
+    const admin = new Cluster(cluster.seeds.slice(0, 1).map((s) => ({ host: '127.0.0.1', port: Number(s.split(':')[1]) })));
+    try {
+      for (const job of TICK_JOBS) {
+        const stats = await admin.hgetall(k.stats(job));
+        const ended = lines.filter((l: RunLine) => l.job === job && l.ev === 'end').length;
+        assert.equal(Number(stats['succeeded']), ended, `${job}: succeeded = runs that ended`);
+      }
+    } finally {
+      admin.disconnect();
+    }
+
+    // `leasehold status` reads the same from the cluster.
+    const cli = await runLeasehold(['status', '--json'], { REDIS_CLUSTER_NODES: cluster.seeds.join(','), LEASEHOLD_PREFIX: prefix });
+    assert.equal(cli.code, 0, cli.stderr);
+    const status = JSON.parse(cli.stdout) as { jobs: Array<{ id: string; succeeded: number }> };
+    for (const job of TICK_JOBS) {
+      const ended = lines.filter((l) => l.job === job && l.ev === 'end').length;
+      assert.equal(status.jobs.find((j) => j.id === job)?.succeeded, ended, `${job} in leasehold status`);
+    }
+  } finally {
+    await nodes.stop();
+  }
+});
+
+test('a fail-fast cluster connection is ready at once and refuses commands while the cluster is away', async () => {
+  const lease = createRedis({ target: { clusterNodes: cluster.seeds }, role: 'lease' });
+  lease.on('error', () => undefined);
+  try {
+    const started = Date.now();
+    await whenReady(lease, 3_000);
+    assert.ok(Date.now() - started < 1_500, `ready after ${Date.now() - started} ms`);
+    assert.ok(lease instanceof Cluster);
+    assert.equal(await lease.set('sc2:{x}:probe', '1', 'PX', 1_000), 'OK');
+  } finally {
+    lease.disconnect();
+  }
+  const nobody = createRedis({ target: { clusterNodes: ['127.0.0.1:1'] }, role: 'lease' });
+  nobody.on('error', () => undefined);
+  try {
+    const started = Date.now();
+    await assert.rejects(nobody.get('sc2:{x}:probe'));
+    assert.ok(Date.now() - started < 500, 'fails at once');
+  } finally {
+    nobody.disconnect();
+  }
+});
