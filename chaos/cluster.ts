@@ -161,6 +161,14 @@ export function healthNamesRedis(reply: JsonReply): boolean {
   return reply.body['reasons'].some((r: unknown) => isObject(r) && r['check'] === 'redis' && /redis/i.test(String(r['message'])));
 }
 
+/** Polls `/health` until Redis is no longer among its reasons; the detail says what it answered. */
+export async function waitRedisHealthy(node: ChaosNode, since: number, ms = 10_000): Promise<{ ok: boolean; detail: string }> {
+  const h = await pollJson(node, '/health', (r) => r.status !== 0 && !healthNamesRedis(r), ms);
+  const reasons = isObject(h.reply.body) && Array.isArray(h.reply.body['reasons']) ? h.reply.body['reasons'] : [];
+  const rest = reasons.length === 0 ? '' : `; other reasons: ${JSON.stringify(reasons).slice(0, 160)}`;
+  return { ok: h.ok, detail: h.ok ? `${Date.now() - since} ms after, /health ${h.reply.status}${rest}` : `still ${h.reply.status} ${JSON.stringify(h.reply.body).slice(0, 200)}` };
+}
+
 /** The counters of a job's stats hash, as numbers (text fields are left out). */
 export async function readCounters(redis: Redis, prefix: string, jobId: string): Promise<Record<string, number>> {
   const hash = await redis.hgetall(`${prefix}:{${jobId}}:stats`);

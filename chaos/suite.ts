@@ -8,11 +8,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ScenarioResult } from './report.js';
 import type { Scenario } from './scenario.js';
+import { loopBlock } from './scenarios/loop-block.js';
 import { nodeFreeze } from './scenarios/node-freeze.js';
+import { nodeKill } from './scenarios/node-kill.js';
 import { redisAbsent } from './scenarios/redis-absent.js';
+import { redisRestart } from './scenarios/redis-restart.js';
+import { redisStall } from './scenarios/redis-stall.js';
+import { rollingRestart } from './scenarios/rolling-restart.js';
 
 /** Every scenario, in the order they run. */
-export const SCENARIOS: readonly Scenario[] = [redisAbsent, nodeFreeze];
+export const SCENARIOS: readonly Scenario[] = [redisAbsent, redisStall, redisRestart, nodeKill, nodeFreeze, loopBlock, rollingRestart];
 
 /** Options of {@link runScenarios}. */
 export interface SuiteOptions {

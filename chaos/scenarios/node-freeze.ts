@@ -26,7 +26,10 @@ export const nodeFreeze: Scenario = {
       if (first === undefined) throw new Error('no run of work');
       const victim = s.cluster.nodes.find((n) => n.id === first.inst);
       if (victim === undefined) throw new Error(`no node ${first.inst}`);
-      await sleep(Number(process.env["FREEZE_AT"] ?? 700));
+      // Just after the holder's first extension (1 s into the run): its watcher next wakes a
+      // second later, while the job's next step is due within 100 ms. Which of the two runs
+      // first on waking decides whether the job does work it no longer holds the lease for.
+      await sleep(Math.max(0, first.t + 1_060 - Date.now()));
       s.cluster.freeze(victim);
       const frozenAt = Date.now();
       ctx.log(`froze ${victim.id} ${frozenAt - first.t} ms into its run`);
@@ -36,7 +39,7 @@ export const nodeFreeze: Scenario = {
       const wokeAt = Date.now();
       s.cluster.thaw(victim);
       ctx.log(`woke ${victim.id} after ${wokeAt - frozenAt} ms`);
-      const lines = await waitForLog(s.runLog, (ls) => endOf(ls, first) !== undefined, 5_000, 'the end of the frozen run').catch(() => readRunLog(s.runLog));
+      await waitForLog(s.runLog, (ls) => endOf(ls, first) !== undefined, 5_000, 'the end of the frozen run').catch(() => undefined);
       await sleep(ctx.quick ? 1_500 : 3_000);
       const stopAt = Date.now();
       const codes = await s.cluster.stopAll();
@@ -45,28 +48,27 @@ export const nodeFreeze: Scenario = {
       c.add('another node takes the job over while the holder is frozen', takeover !== undefined && takeover.inst !== victim.id,
         takeover ? `${takeover.inst} started ${takeover.t - frozenAt} ms after the freeze` : 'no takeover');
       if (takeover) {
-        c.atLeast('the takeover waits for the frozen holder\'s lease to run out (it was extended every 1 s)', takeover.t - frozenAt, LEASE_MS / 2 - 100, ' ms');
+        c.atLeast('the takeover waits until the frozen holder\'s lease has run out (extended ~60 ms before the freeze)', takeover.t - frozenAt, LEASE_MS - 200, ' ms');
         c.atMost('the takeover comes within one lease time plus one interval', takeover.t - frozenAt, LEASE_MS + 1_000 + 500, ' ms');
       }
-      const ended = endOf(lines, first) ?? endOf(all, first);
+      const ended = endOf(all, first);
       c.add('the woken run ends as lockLost', ended?.ev === 'abort' && ended.reason === 'lockLost', ended ? `${ended.ev} ${ended.reason ?? ''}` : 'never ended');
-      if (ended) c.atMost('it is aborted as soon as the node wakes', ended.t - wokeAt, 500, ' ms');
+      if (ended && takeover) {
+        c.atMost('the two runs overlap only while the first is frozen: its abort comes right at the wake-up', ended.t - wokeAt, 500,
+          ` ms (they overlapped ${ended.t - takeover.t} ms in all)`);
+      }
       const after = all.filter((l) => l.job === 'work' && l.ev === 'work' && l.inst === victim.id && l.tick === first.tick && l.t >= wokeAt);
-      c.equal('[known gap, see report] steps of work the woken run did after waking, while another node held the lease', after.length, 0,
-        after.length > 0 ? `first ${after[0] ? after[0].t - wokeAt : 0} ms after SIGCONT` : '');
-      const victimWork = all.filter((l) => l.job === 'work' && l.ev === 'work' && l.inst === victim.id && l.tick === first.tick);
-      const lastVictimWork = Math.max(...victimWork.map((l) => l.t));
-      if (takeover) c.add('no work of the frozen run overlaps the takeover beyond the wake-up', !victimWork.some((l) => l.t > takeover.t && l.t < wokeAt), `last step of the frozen run ${lastVictimWork - frozenAt} ms after the freeze`);
+      c.equal('steps of work the woken run did after waking, while another node held the lease', after.length, 0,
+        after.length > 0 ? `the first ${(after[0]?.t ?? wokeAt) - wokeAt} ms after SIGCONT, before its signal was aborted` : 'its signal was aborted first');
       c.equal('exit codes of the graceful stops', codes.filter((x) => x !== 0).length, 0, `codes ${codes.join(',')}`);
 
-      const installation = ['work', 'tick'];
-      const dup = duplicates(all, installation);
+      const dup = duplicates(all, ['work', 'tick']);
       c.equal('ticks run twice', dup, 0);
-      // The frozen node may hold the tick job's lease (3 s) when frozen: leave that stretch out.
+      // The frozen node may hold the tick job's lease (3 s) when frozen: that stretch is left out.
       const cov = tickCoverage(all, 'tick', [{ from: t0 + 1_000, to: frozenAt - 500 }, { from: wokeAt + 4_000, to: stopAt - 1_000 }]);
       c.equal('ticks of the 1 s job outside the freeze that did not run', cov.notRun.length, 0);
       const lost = await compareCounts(c, s, all, ['work', 'tick']);
-      return { expected: cov.expected + 2, done: cov.done + (takeover ? 1 : 0) + (ended?.reason === 'lockLost' ? 1 : 0), duplicated: dup, lostCounts: lost, missed: await missedCount(s, ['tick']), checks: c.list };
+      return { expected: cov.expected + 1, done: cov.done + (takeover ? 1 : 0), duplicated: dup, lostCounts: lost, missed: await missedCount(s, ['tick']), checks: c.list };
     } finally {
       await s.teardown();
     }

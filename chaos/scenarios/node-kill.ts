@@ -1,0 +1,56 @@
+/**
+ * kill -9 of the node holding a lease, mid-run: another node takes the job over once the
+ * dead holder's lease has run out (not before), within one lease time plus one interval.
+ * @module
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Checks } from '../report.js';
+import { endOf, readRunLog, startsOf, waitForLog } from '../runlog.js';
+import { compareCounts, duplicates, missedCount, stage, tickCoverage, type Scenario } from '../scenario.js';
+
+const LEASE_MS = 2_000;
+
+export const nodeKill: Scenario = {
+  name: 'node killed mid-run',
+  faults: () => 'kill -9 of the lease holder 0.5 s into its run (lease 2 s), 3 nodes',
+  async run(ctx) {
+    const c = new Checks();
+    const s = await stage(ctx, 'kill', ['work', 'tick'], { env: { CHAOS_WORK_LEASE: `${LEASE_MS}ms`, CHAOS_WORK_MS: '60000' } });
+    try {
+      await Promise.all(['a', 'b', 'c'].map((id) => s.cluster.start(id)));
+      const t0 = Date.now();
+      const lines0 = await waitForLog(s.runLog, (ls) => startsOf(ls, 'work').length > 0, 10_000, 'a run of work');
+      const run = startsOf(lines0, 'work')[0];
+      const victim = s.cluster.nodes.find((n) => n.id === run?.inst);
+      if (run === undefined || victim === undefined) throw new Error('no run of work');
+      await sleep(Math.max(0, run.t + 500 - Date.now()));
+      const killAt = Date.now();
+      await s.cluster.kill(victim);
+      ctx.log(`killed ${victim.id} ${killAt - run.t} ms into its run`);
+      const lines = await waitForLog(s.runLog, (ls) => startsOf(ls, 'work').some((l) => l.t > killAt), LEASE_MS + 4_000, 'a takeover').catch(() => readRunLog(s.runLog));
+      const takeover = startsOf(lines, 'work').find((l) => l.t > killAt);
+      c.add('another node takes the job over', takeover !== undefined && takeover.inst !== victim.id, takeover ? `${takeover.inst}, ${takeover.t - killAt} ms after the kill` : 'no takeover');
+      if (takeover) {
+        c.atLeast('not before the dead holder\'s lease ran out (claimed at its start, 2 s)', takeover.t - run.t, LEASE_MS - 100, ' ms after its start');
+        c.atMost('within one lease time plus one interval of the kill', takeover.t - killAt, LEASE_MS + 1_000 + 500, ' ms');
+      }
+      await sleep(ctx.quick ? 2_500 : 6_000);
+      const stopAt = Date.now();
+      const codes = await s.cluster.stopAll();
+      c.equal('exit codes of the graceful stops of the others', codes.filter((x) => x !== 0).length, 0, `codes ${codes.join(',')}`);
+      const all = readRunLog(s.runLog);
+      c.add('the killed run never ended (nothing of it counted)', endOf(all, run) === undefined, endOf(all, run)?.ev ?? 'no end');
+      const dup = duplicates(all, ['work', 'tick']);
+      c.equal('ticks run twice', dup, 0);
+      // The victim may hold the tick job's lease (3 s) when killed: that stretch is left out.
+      const cov = tickCoverage(all, 'tick', [{ from: t0 + 1_000, to: killAt - 500 }, { from: killAt + 4_500, to: stopAt - 1_000 }]);
+      c.equal('ticks of the 1 s job outside the dead holder\'s lease that did not run', cov.notRun.length, 0);
+      // Counters of the victim's last runs not yet written (flushed every 300 ms) die with it.
+      const recent = all.filter((l) => l.inst === victim.id && (l.ev === 'end' || l.ev === 'abort') && l.t > killAt - 1_000).length;
+      const lost = await compareCounts(c, s, all, ['work', 'tick'], recent);
+      return { expected: cov.expected + 1, done: cov.done + (takeover ? 1 : 0), duplicated: dup, lostCounts: lost, missed: await missedCount(s, ['tick']), checks: c.list };
+    } finally {
+      await s.teardown();
+    }
+  },
+};

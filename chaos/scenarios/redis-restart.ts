@@ -1,0 +1,62 @@
+/**
+ * Redis killed (SIGKILL) and started again with its append-only file: the nodes reconnect,
+ * no tick runs twice (the claims survived), and every run is counted exactly once.
+ * @module
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { waitRedisHealthy } from '../cluster.js';
+import { Checks } from '../report.js';
+import { readRunLog, startsOf, waitForLog } from '../runlog.js';
+import { compareCounts, duplicates, missedCount, stage, tickCoverage, type Scenario, type Window } from '../scenario.js';
+
+export const redisRestart: Scenario = {
+  name: 'Redis killed and restarted',
+  faults: (quick) => (quick ? 'kill -9 of redis-server (AOF on), down 3 s, 2 nodes' : '2 x kill -9 of redis-server (AOF on), down 4 s each, 3 nodes'),
+  async run(ctx) {
+    const c = new Checks();
+    const s = await stage(ctx, 'restart', ['tick', 'local'], { appendonly: true });
+    try {
+      const nodes = await Promise.all((ctx.quick ? ['a', 'b'] : ['a', 'b', 'c']).map((id) => s.cluster.start(id)));
+      const t0 = Date.now();
+      const up: Window[] = [];
+      let from = t0 + 1_000;
+      for (let round = 1; round <= (ctx.quick ? 1 : 2); round++) {
+        await sleep(3_000);
+        const killAt = Date.now();
+        await s.redis.kill();
+        up.push({ from, to: killAt - 500 });
+        await sleep(ctx.quick ? 3_000 : 4_000);
+        await s.redis.restart();
+        const restartAt = Date.now();
+        ctx.log(`Redis down ${restartAt - killAt} ms`);
+        const lines = await waitForLog(s.runLog, (ls) => startsOf(ls, 'tick').some((l) => l.t > restartAt), 10_000, 'a run after the restart').catch(() => readRunLog(s.runLog));
+        const firstAfter = startsOf(lines, 'tick').find((l) => l.t > restartAt);
+        c.add(`restart ${round}: the installation job runs again within 4 s (reconnection backoff at most 2 s)`, firstAfter !== undefined && firstAfter.t - restartAt <= 4_000,
+          firstAfter ? `${firstAfter.t - restartAt} ms after` : 'no run');
+        from = firstAfter?.tick ?? restartAt + 4_000;
+        for (const node of nodes) {
+          const h = await waitRedisHealthy(node, restartAt);
+          c.add(`restart ${round}: ${node.id} reconnects (/health no longer names Redis)`, h.ok, h.detail);
+        }
+      }
+      await sleep(ctx.quick ? 3_000 : 5_000);
+      const stopAt = Date.now();
+      up.push({ from, to: stopAt - 1_000 });
+      const codes = await s.cluster.stopAll();
+      c.equal('exit codes of the graceful stops', codes.filter((x) => x !== 0).length, 0, `codes ${codes.join(',')}`);
+      const all = readRunLog(s.runLog);
+      const dup = duplicates(all, ['tick']);
+      c.equal('ticks run twice', dup, 0);
+      const cov = tickCoverage(all, 'tick', up);
+      c.equal('ticks while Redis was up (from the first run after a restart) that did not run', cov.notRun.length, 0);
+      const lost = await compareCounts(c, s, all, ['tick', 'local']);
+      const missed = await missedCount(s, ['tick']);
+      const whole = tickCoverage(all, 'tick', [{ from: startsOf(all, 'tick')[0]?.tick ?? t0, to: stopAt - 1_000 }]);
+      c.add('ticks lost to the outages are counted missed', missed <= whole.notRun.length && whole.notRun.length - missed <= (ctx.quick ? 1 : 2),
+        `${missed} counted missed, ${whole.notRun.length} not run`);
+      return { expected: cov.expected, done: cov.done, duplicated: dup, lostCounts: lost, missed, checks: c.list };
+    } finally {
+      await s.teardown();
+    }
+  },
+};

@@ -1,0 +1,78 @@
+/**
+ * Redis frozen (SIGSTOP) during a leased run: connections stay open and nothing answers.
+ * The run must abort as `lockLost` within its lease time, instance jobs must keep running,
+ * and what was counted meanwhile must reach Redis once it answers again.
+ * @module
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { waitRedisHealthy } from '../cluster.js';
+import { Checks } from '../report.js';
+import { endOf, readRunLog, startsOf, waitForLog } from '../runlog.js';
+import { compareCounts, duplicates, missedCount, stage, tickCoverage, type Scenario } from '../scenario.js';
+
+const LEASE_MS = 2_000;
+
+export const redisStall: Scenario = {
+  name: 'Redis stalled mid-run',
+  faults: (quick) => `SIGSTOP of redis-server for ${quick ? 4 : 8} s during a leased run (lease 2 s), 2 nodes`,
+  async run(ctx) {
+    const c = new Checks();
+    const s = await stage(ctx, 'stall', ['work', 'tick', 'local'], { env: { CHAOS_WORK_LEASE: `${LEASE_MS}ms`, CHAOS_WORK_MS: '60000' } });
+    try {
+      const nodes = await Promise.all(['a', 'b'].map((id) => s.cluster.start(id)));
+      const t0 = Date.now();
+      const lines0 = await waitForLog(s.runLog, (ls) => startsOf(ls, 'work').length > 0, 10_000, 'a run of work');
+      const run = startsOf(lines0, 'work')[0];
+      if (run === undefined) throw new Error('no run of work');
+      await sleep(Math.max(0, run.t + 500 - Date.now()));
+      const stallAt = Date.now();
+      s.redis.pause();
+      let resumeAt = 0;
+      try {
+        const lines = await waitForLog(s.runLog, (ls) => endOf(ls, run) !== undefined, LEASE_MS + 3_000, 'the end of the leased run').catch(() => readRunLog(s.runLog));
+        const ended = endOf(lines, run);
+        c.add('the leased run ends as lockLost', ended?.ev === 'abort' && ended.reason === 'lockLost', ended ? `${ended.ev} ${ended.reason ?? ''}` : 'not within the lease time');
+        if (ended) c.atMost('it is aborted within the lease time of the stall', ended.t - stallAt, LEASE_MS, ' ms');
+        await sleep(Math.max(0, (ctx.quick ? 4_000 : 8_000) - (Date.now() - stallAt)));
+      } finally {
+        resumeAt = Date.now();
+        s.redis.resume();
+      }
+      ctx.log(`Redis stalled for ${resumeAt - stallAt} ms`);
+      const during = readRunLog(s.runLog);
+      const stallMs = resumeAt - stallAt;
+      for (const node of nodes) {
+        const n = startsOf(during, 'local').filter((l) => l.inst === node.id && l.t > stallAt + 250 && l.t < resumeAt).length;
+        c.atLeast(`${node.id}: instance job runs while Redis is stalled (every 250 ms)`, n, Math.floor((stallMs - 250) / 250 / 2));
+      }
+      c.equal('runs of installation jobs that started during the stall', startsOf(during, 'tick').concat(startsOf(during, 'work')).filter((l) => l.t > stallAt + 50 && l.t < resumeAt).length, 0);
+
+      const back = await waitForLog(s.runLog, (ls) => startsOf(ls, 'tick').some((l) => l.t > resumeAt), 10_000, 'a run after the stall').catch(() => readRunLog(s.runLog));
+      const firstAfter = startsOf(back, 'tick').find((l) => l.t > resumeAt);
+      // Claims sent during the stall are answered after it: the first of them takes the lease
+      // for a tick its sender no longer runs, and the job waits out that lease (3 s).
+      c.add('the 1 s installation job runs again within its lease time plus 2 s of the resume', firstAfter !== undefined && firstAfter.t - resumeAt <= 5_000,
+        firstAfter ? `${firstAfter.t - resumeAt} ms after` : 'no run');
+      for (const node of nodes) {
+        const h = await waitRedisHealthy(node, resumeAt);
+        c.add(`${node.id}: /health no longer names Redis`, h.ok, h.detail);
+      }
+      await sleep(ctx.quick ? 3_000 : 6_000);
+      const stopAt = Date.now();
+      const codes = await s.cluster.stopAll();
+      c.equal('exit codes of the graceful stops', codes.filter((x) => x !== 0).length, 0, `codes ${codes.join(',')}`);
+      const all = readRunLog(s.runLog);
+      const dup = duplicates(all, ['tick', 'work']);
+      c.equal('ticks run twice', dup, 0);
+      const cov = tickCoverage(all, 'tick', [{ from: t0 + 1_000, to: stallAt - 500 }, { from: firstAfter?.tick ?? resumeAt + 5_000, to: stopAt - 1_000 }]);
+      c.equal('ticks before the stall, and from the first run after it, that did not run', cov.notRun.length, 0);
+      const lost = await compareCounts(c, s, all, ['work', 'tick', 'local']);
+      const missed = await missedCount(s, ['tick']);
+      const whole = tickCoverage(all, 'tick', [{ from: t0 + 1_000, to: stopAt - 1_000 }]);
+      c.add('ticks counted missed ran on no node', missed <= whole.notRun.length, `${missed} counted missed, ${whole.notRun.length} not run (the rest were claimed by a claim that timed out)`);
+      return { expected: cov.expected, done: cov.done, duplicated: dup, lostCounts: lost, missed, checks: c.list };
+    } finally {
+      await s.teardown();
+    }
+  },
+};
