@@ -4,6 +4,11 @@
  * @module
  */
 import { LeaseholdError } from '../errors.js';
+import { parseDuration } from '../schedule/duration.js';
+
+/** The same rules as the runner's options, checked here to name the flag or variable. */
+const PREFIX = /^[A-Za-z0-9._:-]{1,64}$/;
+const INSTANCE_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
 /** One configuration setting. */
 export interface ConfigEntry {
@@ -68,10 +73,22 @@ export function readConfig(flags: Record<string, string | boolean | undefined>, 
   };
   const out: Record<string, string | undefined> = {};
   for (const e of CONFIG) out[e.key] = get(e);
-  const portEntry = CONFIG.find((e) => e.key === 'port');
+  const bad = (key: keyof NodeConfig, why: string): never => {
+    const e = CONFIG.find((c) => c.key === key);
+    const value = out[key] ?? '';
+    const shown = JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value);
+    throw new LeaseholdError('INVALID_CONFIG', `${[e?.env, e?.flag].filter(Boolean).join('/')}: ${shown} ${why}`);
+  };
   const portRaw = out['port'] ?? '3000';
-  if (!/^\d{1,5}$/.test(portRaw) || Number(portRaw) > 65535) {
-    throw new LeaseholdError('INVALID_CONFIG', `${portEntry?.env}/${portEntry?.flag}: ${JSON.stringify(portRaw)} is not a port (0 to 65535)`);
+  if (!/^\d{1,5}$/.test(portRaw) || Number(portRaw) > 65535) bad('port', 'is not a port (0 to 65535)');
+  if (out['prefix'] !== undefined && !PREFIX.test(out['prefix'])) bad('prefix', 'must be 1 to 64 letters, digits or . _ : -');
+  if (out['instanceId'] !== undefined && !INSTANCE_ID.test(out['instanceId'])) bad('instanceId', 'must be 1 to 128 letters, digits or . _ : @ -');
+  if (out['shutdownGrace'] !== undefined) {
+    try {
+      parseDuration(out['shutdownGrace'], 'shutdown grace', true);
+    } catch {
+      bad('shutdownGrace', 'is not a duration (use milliseconds or a string like 500ms, 10s, 1m)');
+    }
   }
   if (out['redisSentinels'] && !out['redisSentinelName']) {
     throw new LeaseholdError('INVALID_CONFIG', 'REDIS_SENTINELS is set but REDIS_SENTINEL_NAME is not');
