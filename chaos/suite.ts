@@ -15,9 +15,10 @@ import { redisAbsent } from './scenarios/redis-absent.js';
 import { redisRestart } from './scenarios/redis-restart.js';
 import { redisStall } from './scenarios/redis-stall.js';
 import { rollingRestart } from './scenarios/rolling-restart.js';
+import { stopClaim } from './scenarios/stop-claim.js';
 
 /** Every scenario, in the order they run. */
-export const SCENARIOS: readonly Scenario[] = [redisAbsent, redisStall, redisRestart, nodeKill, nodeFreeze, loopBlock, rollingRestart];
+export const SCENARIOS: readonly Scenario[] = [redisAbsent, redisStall, redisRestart, nodeKill, nodeFreeze, loopBlock, rollingRestart, stopClaim];
 
 /** Options of {@link runScenarios}. */
 export interface SuiteOptions {
