@@ -50,7 +50,16 @@ export async function runStart(args: string[]): Promise<number> {
   });
   for (const job of jobs) runner.add(job as JobDefinition);
   await runner.start();
-  const http = await startHttpServer({ host: config.host, port: config.port, routes: runner.routes, logger });
+  let http: Awaited<ReturnType<typeof startHttpServer>>;
+  try {
+    http = await startHttpServer({ host: config.host, port: config.port, routes: runner.routes, logger });
+  } catch (err) {
+    // Without its HTTP server the node is not operable: stop what started and say why.
+    await runner.stop();
+    await privateRedis?.stop();
+    const why = err instanceof Error ? err.message : String(err);
+    throw new LeaseholdError('INVALID_CONFIG', `cannot serve HTTP on ${config.host}:${config.port}: ${why}`);
+  }
   logger.info({ url: `http://localhost:${http.port}/manage/jobs` }, 'status: http://localhost:%d/manage/jobs', http.port);
 
   return new Promise<number>((resolve) => {

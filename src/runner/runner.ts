@@ -457,7 +457,11 @@ export class RunnerCore {
     }
     if (slot.running === claiming) slot.running = undefined;
     if (this.status !== 'running') {
-      if (decision.kind === 'claimed') await decision.lease.release(undefined).catch(() => false);
+      if (decision.kind === 'claimed') {
+        // Stopping: no run begins, and the tick this claim took will not run anywhere now.
+        await decision.lease.release(undefined).catch(() => false);
+        if (mode !== 'manual') this.emitter.emit('missed', { jobId: slot.job.id, count: 1, afterTick: decision.previousTick ?? tick, beforeTick: tick });
+      }
       return;
     }
     const now = this.now();
