@@ -155,10 +155,7 @@ describe('the CLI as real processes: a clear line, a non-zero exit, no stack tra
     });
   });
 
-  // Fails today (kept as todo so the suite stays green): src/cli/start.ts starts the runner and
-  // then the HTTP server; when listening fails (port taken, unknown host) it prints the error but
-  // never stops the runner, so the node keeps running its jobs with no HTTP server and never exits.
-  test('a port already taken ends the node with a clear line and a non-zero exit', { todo: 'src/cli/start.ts does not stop the runner when listening fails' }, async () => {
+  test('a port already taken ends the node with a clear line and a non-zero exit', async () => {
     const blocker = createServer();
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
     const address = blocker.address();
