@@ -26,10 +26,10 @@ export const nodeFreeze: Scenario = {
       if (first === undefined) throw new Error('no run of work');
       const victim = s.cluster.nodes.find((n) => n.id === first.inst);
       if (victim === undefined) throw new Error(`no node ${first.inst}`);
-      // Just after the holder's first extension (1 s into the run): its watcher next wakes a
-      // second later, while the job's next step is due within 100 ms. Which of the two runs
-      // first on waking decides whether the job does work it no longer holds the lease for.
-      await sleep(Math.max(0, first.t + 1_060 - Date.now()));
+      // Just after one of the holder's extensions (every 1 s of the run): its watcher next
+      // wakes a second later, while the job's next step is due within 100 ms. Which of the two
+      // runs first on waking decides whether the job does work it no longer holds the lease for.
+      await sleep(Math.max(0, first.t + (ctx.quick ? 1_060 : 4_060) - Date.now()));
       s.cluster.freeze(victim);
       const frozenAt = Date.now();
       ctx.log(`froze ${victim.id} ${frozenAt - first.t} ms into its run`);
@@ -40,7 +40,7 @@ export const nodeFreeze: Scenario = {
       s.cluster.thaw(victim);
       ctx.log(`woke ${victim.id} after ${wokeAt - frozenAt} ms`);
       await waitForLog(s.runLog, (ls) => endOf(ls, first) !== undefined, 5_000, 'the end of the frozen run').catch(() => undefined);
-      await sleep(ctx.quick ? 1_500 : 3_000);
+      await sleep(ctx.quick ? 1_500 : 8_000);
       const stopAt = Date.now();
       const codes = await s.cluster.stopAll();
       const all = readRunLog(s.runLog);
