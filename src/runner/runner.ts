@@ -258,6 +258,7 @@ export class RunnerCore {
     const id = slot.job.id;
     const overrides = this.safeSettings(id);
     const prevState: JobState = slot.invalidCause ? 'invalidSchedule' : slot.paused ? 'paused' : 'ok';
+    const prevCause = slot.invalidCause;
     const paused = overrides.paused?.trim().toLowerCase();
     if (paused !== undefined && paused !== '' && paused !== 'true' && paused !== 'false') {
       this.warnOnce(slot, `settings: ${id}.paused is ${JSON.stringify(overrides.paused)}; expected true or false, ignored`);
@@ -273,7 +274,8 @@ export class RunnerCore {
       slot.invalidCause = err instanceof Error ? err.message : String(err);
     }
     const state: JobState = slot.invalidCause ? 'invalidSchedule' : slot.paused ? 'paused' : 'ok';
-    if (state !== prevState || (state === 'invalidSchedule' && slot.effective === undefined)) {
+    const causeChanged = state === 'invalidSchedule' && slot.invalidCause !== prevCause;
+    if (state !== prevState || causeChanged) {
       this.emitter.emit('jobState', { jobId: id, state, cause: slot.invalidCause });
     }
   }
