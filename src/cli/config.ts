@@ -4,6 +4,7 @@
  * @module
  */
 import { LeaseholdError } from '../errors.js';
+import { ADMIN_TOKEN_PATTERN } from '../http/auth.js';
 import { parseDuration } from '../schedule/duration.js';
 
 /** The same rules as the runner's options, checked here to name the flag or variable. */
@@ -83,6 +84,10 @@ export function readConfig(flags: Record<string, string | boolean | undefined>, 
   if (!/^\d{1,5}$/.test(portRaw) || Number(portRaw) > 65535) bad('port', 'is not a port (0 to 65535)');
   if (out['prefix'] !== undefined && !PREFIX.test(out['prefix'])) bad('prefix', 'must be 1 to 64 letters, digits or . _ : -');
   if (out['instanceId'] !== undefined && !INSTANCE_ID.test(out['instanceId'])) bad('instanceId', 'must be 1 to 128 letters, digits or . _ : @ -');
+  if (out['adminToken'] !== undefined && !ADMIN_TOKEN_PATTERN.test(out['adminToken'])) {
+    // Never shown: it is a secret.
+    throw new LeaseholdError('INVALID_CONFIG', 'LEASEHOLD_ADMIN_TOKEN: only printable ASCII without spaces fits in "Authorization: Bearer <token>" (the value is not shown)');
+  }
   if (out['shutdownGrace'] !== undefined) {
     try {
       parseDuration(out['shutdownGrace'], 'shutdown grace', true);

@@ -4,18 +4,28 @@
  * @module
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { LeaseholdError } from '../errors.js';
 
 /** The outcome of a check: allowed, or the status and message to answer with. */
 export type AuthDecision = { readonly ok: true } | { readonly ok: false; readonly status: 401 | 403; readonly message: string };
 
 const BEARER = /^Bearer[ \t]+([\x21-\x7e]+)[ \t]*$/i;
+/** What a token may hold: what `Authorization: Bearer <token>` can carry. */
+export const ADMIN_TOKEN_PATTERN = /^[\x21-\x7e]+$/;
 
 function digest(text: string): Buffer {
   return createHash('sha256').update(text, 'utf8').digest();
 }
 
-/** Builds a checker for `token` (undefined or empty: admin disabled). The token itself is not kept. */
+/**
+ * Builds a checker for `token` (undefined or empty: admin disabled). The token itself is not kept.
+ * @throws LeaseholdError `INVALID_CONFIG` for a token no header can carry (spaces, non-ASCII),
+ *   which would refuse every call; the message does not show it.
+ */
 export function bearerChecker(token: string | undefined): (authorization: string | undefined) => AuthDecision {
+  if (token !== undefined && token !== '' && !ADMIN_TOKEN_PATTERN.test(token)) {
+    throw new LeaseholdError('INVALID_CONFIG', 'admin token: only printable ASCII without spaces fits in "Authorization: Bearer <token>" (the token is not shown)');
+  }
   const expected = token === undefined || token === '' ? undefined : digest(token);
   return (authorization) => {
     if (!expected) {
