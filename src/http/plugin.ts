@@ -98,6 +98,8 @@ function onError(app: FastifyInstance) {
  * `.../pause`, `.../resume`, `GET /health` (and `/health/live`, `/health/ready` for
  * probes), `GET /metrics`. Register it with
  * `app.register(leaseholdRoutes, { api, adminToken })` (fastify's `prefix` option works).
+ * Job ids run to 128 characters, longer than fastify's default `maxParamLength` (100, answered
+ * 414): create the instance with `routerOptions: { maxParamLength: 256 }` to reach every job.
  */
 export const leaseholdRoutes: FastifyPluginAsync<LeaseholdRoutesOptions> = async (app, opts) => {
   const { api } = opts;
