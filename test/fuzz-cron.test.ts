@@ -78,11 +78,11 @@ const instant: fc.Arbitrary<Date> = fc.oneof(
 );
 
 /** The fastest of up to three calls: one slow call may be a pause of the test process, three are not. */
-function timedNext(expr: string, zone: string, after: Date): { ms: number; result: Date | null } {
+function timedNext(expr: string, zone: string, after: Date, budget = NEXT_BUDGET_MS): { ms: number; result: Date | null } {
   const schedule = parseCron(expr, { zone });
   let best = Infinity;
   let result: Date | null = null;
-  for (let i = 0; i < 3 && best >= NEXT_BUDGET_MS; i++) {
+  for (let i = 0; i < 3 && best >= budget; i++) {
     const t0 = performance.now();
     result = schedule.next(after);
     best = Math.min(best, performance.now() - t0);
@@ -113,7 +113,7 @@ describe('next() terminates quickly for any valid expression, zone and date', ()
     ];
     for (const expr of never) {
       for (const zone of ['UTC', 'Europe/Berlin', '+05:30']) {
-        const { ms, result } = timedNext(expr, zone, new Date('2026-05-05T00:00:00Z'));
+        const { ms, result } = timedNext(expr, zone, new Date('2026-05-05T00:00:00Z'), 5);
         assert.equal(result, null, `${expr} fired at ${result?.toISOString() ?? ''}`);
         assert.ok(ms < 5, `${expr} in ${zone}: ${ms.toFixed(1)} ms to find that it never fires`);
       }
