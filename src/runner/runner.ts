@@ -15,6 +15,8 @@ import { executeRun, type ActiveRun } from './run.js';
 
 /** One wait of the timer is capped at this, so clock jumps and suspends cannot stall it. */
 export const MAX_TIMER_MS = 30_000;
+/** Missed cron ticks are counted one by one up to this many; a longer gap is estimated. */
+export const MISSED_WALK_LIMIT = 1_000;
 /** An invalid schedule is checked again this often. */
 export const RECHECK_INVALID_MS = 60_000;
 
@@ -520,11 +522,21 @@ export class RunnerCore {
   /** Counts grid ticks strictly between the previous claim and this one (no node ran them). */
   private countMissed(slot: Slot, eff: EffectiveSchedule, previousTick: number, tick: number): void {
     if (eff.trigger.kind === 'fixedDelay' || previousTick >= tick) return;
-    let count = 0;
-    let t = eff.trigger.next(previousTick);
-    while (t !== null && t < tick && count < 100_000) {
-      count++;
-      t = eff.trigger.next(t);
+    let count: number;
+    if (eff.trigger.kind === 'fixedRate') {
+      // Grid ticks strictly between the two: exact arithmetic, however long the gap.
+      const first = eff.trigger.next(previousTick) ?? tick;
+      count = first >= tick ? 0 : Math.ceil((tick - first) / eff.trigger.intervalMs);
+    } else {
+      count = 0;
+      let t = eff.trigger.next(previousTick);
+      while (t !== null && t < tick && count < MISSED_WALK_LIMIT) {
+        count++;
+        t = eff.trigger.next(t);
+      }
+      // A very long gap (a per-second cron down for hours) is not walked tick by tick on the
+      // event loop: the rest is estimated from the spacing of the ticks walked so far.
+      if (t !== null && t < tick && count > 0) count += Math.ceil((tick - t) / ((t - previousTick) / (count + 1)));
     }
     if (count > 0) this.emitter.emit('missed', { jobId: slot.job.id, count, afterTick: previousTick, beforeTick: tick });
   }
