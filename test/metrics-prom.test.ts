@@ -51,8 +51,8 @@ describe('metrics', () => {
     for (const outcome of ['succeeded', 'succeeded', 'failed', 'lockLost'] as const) {
       core.emitter.emit('runEnded', { ...base, jobId: 'a', scheduledAt: t, startedAt: t, lagMs: 0, outcome, endedAt: t + 1500, durationMs: 1500 });
     }
-    core.emitter.emit('skipped', { jobId: 'a', scope: 'installation', instanceId: 'n', reason: 'claimed', scheduledAt: t, at: t });
-    core.emitter.emit('skipped', { jobId: 'b', scope: 'instance', instanceId: 'n', reason: 'overrun', scheduledAt: t, at: t });
+    core.emitter.emit('skipped', { jobId: 'a', scope: 'installation', instanceId: 'n', reason: 'claimed', scheduledAt: t, at: t, recorded: true });
+    core.emitter.emit('skipped', { jobId: 'b', scope: 'instance', instanceId: 'n', reason: 'overrun', scheduledAt: t, at: t, recorded: false });
     core.emitter.emit('missed', { jobId: 'a', count: 4, afterTick: 0, beforeTick: t });
     const s = samples(await m.registry.metrics());
     assert.equal(s.get('leasehold_job_runs_total{job="a",outcome="succeeded"}'), 2);

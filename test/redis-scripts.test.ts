@@ -9,9 +9,9 @@ describe('lua scripts', () => {
   let server: TestRedis;
   let redis: Redis;
   let n = 0;
-  const fresh = (): { leaseKey: string; stateKey: string } => {
+  const fresh = (): { leaseKey: string; stateKey: string; statsKey: string; countSkip: boolean } => {
     n += 1;
-    return { leaseKey: `scripts-test:{j${n}}:lease`, stateKey: `scripts-test:{j${n}}:state` };
+    return { leaseKey: `scripts-test:{j${n}}:lease`, stateKey: `scripts-test:{j${n}}:state`, statsKey: `scripts-test:{j${n}}:stats`, countSkip: false };
   };
   before(async () => {
     server = await startRedis();
@@ -70,5 +70,13 @@ describe('lua scripts', () => {
     assert.equal(first.kind, 'claimed');
     await redis.script('FLUSH');
     assert.equal(await extendScript(redis, { leaseKey: k.leaseKey, value: first.kind === 'claimed' ? first.value : '', leaseMs: 1000 }), true);
+  });
+  it('counts a claim that finds its tick taken as a claimed skip in the stats hash, only when asked', async () => {
+    const k = fresh();
+    await claimScript(redis, { ...k, tick: 1000, leaseMs: 1000, holder: 'a', mode: 'grid', nowGuardMs: 0 });
+    const done = await claimScript(redis, { ...k, countSkip: true, tick: 1000, leaseMs: 1000, holder: 'b', mode: 'grid', nowGuardMs: 0 });
+    assert.equal(done.kind, 'done');
+    await claimScript(redis, { ...k, countSkip: false, tick: 1000, leaseMs: 1000, holder: 'c', mode: 'grid', nowGuardMs: 0 });
+    assert.deepEqual(await redis.hgetall(k.statsKey), { skipped: '1', skippedClaimed: '1' });
   });
 });

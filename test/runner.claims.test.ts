@@ -47,7 +47,7 @@ function setup(coordinator: Coordinator) {
 }
 
 test('a tick another node already claimed is a skip with reason claimed, not a run', async () => {
-  const c = scripted(() => ({ kind: 'done' }));
+  const c = scripted(() => ({ kind: 'done', counted: false }));
   const { clock, core, events } = setup(c);
   core.add({ id: 'j', scope: 'installation', cron: '* * * * * *', run: () => {} });
   core.start();

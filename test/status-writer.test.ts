@@ -78,7 +78,7 @@ function emitRandom(core: FakeCore, jobIds: string[], n: number, totals: Totals,
       }
     } else if (r < 0.9) {
       const reason = REASONS[Math.floor(Math.random() * REASONS.length)] as SkipReason;
-      core.emitter.emit('skipped', { jobId, scope: 'instance', instanceId: core.instanceId, reason, scheduledAt: t, at: t });
+      core.emitter.emit('skipped', { jobId, scope: 'instance', instanceId: core.instanceId, reason, scheduledAt: t, at: t, recorded: false });
       bump(totals, jobId, 'skipped');
       bump(totals, jobId, SKIP_FIELD[reason]);
     } else {

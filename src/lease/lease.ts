@@ -47,7 +47,7 @@ export type ClaimResult =
   /** The lease is ours for this tick. `previousTick` is the last claimed tick, or -1. */
   | { kind: 'claimed'; lease: Lease; token: number; previousTick: number; serverNowMs: number }
   /** This tick (or a later one) was already claimed: never run it again. */
-  | { kind: 'done'; lastTick: number }
+  | { kind: 'done'; lastTick: number; counted: boolean }
   /** Another run holds the lease; `holder` is its instance id, `value` the whole lease value. */
   | { kind: 'held'; holder: string; value: string; pttlMs: number }
   /** fixedDelay: the previous run's end plus the delay (`dueMs`) has not come yet. */
@@ -68,6 +68,8 @@ export interface ClaimRequest {
   mode: ClaimMode;
   /** How far before the tick a claim is accepted (server time), ms. */
   nowGuardMs?: number;
+  /** Count a `done` answer as this claimant's skip (reason claimed) in the job's stats hash. */
+  countSkip?: boolean;
 }
 
 /** Claims installation leases; see {@link createLeaseStore}. */
@@ -156,7 +158,8 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
       let reply;
       try {
         reply = await claimScript(redis, {
-          leaseKey, stateKey, tick, leaseMs, holder, mode, nowGuardMs: request.nowGuardMs ?? DEFAULT_NOW_GUARD_MS,
+          leaseKey, stateKey, statsKey: keys.stats(jobId), countSkip: request.countSkip ?? false,
+          tick, leaseMs, holder, mode, nowGuardMs: request.nowGuardMs ?? DEFAULT_NOW_GUARD_MS,
         });
       } catch (err) {
         throw redisError(`claiming the lease of job ${jobId} for tick ${tick}`, err);
@@ -172,6 +175,8 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
           };
         case 'held':
           return { kind: 'held', holder: holderOf(reply.value), value: reply.value, pttlMs: reply.pttlMs };
+        case 'done':
+          return { ...reply, counted: request.countSkip ?? false };
         default:
           return reply;
       }

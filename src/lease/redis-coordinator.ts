@@ -2,7 +2,7 @@
  * The Redis coordinator: installation claims through the lease store, on Redis time.
  * @module
  */
-import type { RedisClient } from '../redis/connection.js';
+import { closeRedis, type RedisClient } from '../redis/connection.js';
 import type { Logger } from 'pino';
 import type { Coordinator, ClaimDecision, HeldLease } from '../runner/coordinator.js';
 import type { Keys } from '../redis/keys.js';
@@ -70,8 +70,8 @@ export function redisCoordinator(opts: RedisCoordinatorOptions): RedisCoordinato
       loop();
     },
     offsetMs: () => offset,
-    async claim({ jobId, tick, leaseMs, mode }): Promise<ClaimDecision> {
-      const r = await store.claim({ jobId, tick, leaseMs, holder: opts.instanceId, mode: mode === 'delay' ? 'delay' : 'grid', nowGuardMs: NOW_GUARD_MS });
+    async claim({ jobId, tick, leaseMs, mode, countSkip }): Promise<ClaimDecision> {
+      const r = await store.claim({ jobId, tick, leaseMs, holder: opts.instanceId, mode: mode === 'delay' ? 'delay' : 'grid', nowGuardMs: NOW_GUARD_MS, countSkip });
       switch (r.kind) {
         case 'claimed': {
           const lease = r.lease;
@@ -83,7 +83,7 @@ export function redisCoordinator(opts: RedisCoordinatorOptions): RedisCoordinato
           return { kind: 'claimed', lease: held, previousTick: r.previousTick < 0 ? null : r.previousTick };
         }
         case 'done':
-          return { kind: 'done' };
+          return { kind: 'done', counted: r.counted };
         case 'held':
           return { kind: 'held', holder: r.holder };
         case 'notDue':
@@ -96,7 +96,7 @@ export function redisCoordinator(opts: RedisCoordinatorOptions): RedisCoordinato
       closed = true;
       if (timer) clearTimeout(timer);
       if (opts.ownsConnection) {
-        await opts.redis.quit().catch(() => opts.redis.disconnect());
+        await closeRedis(opts.redis);
       }
     },
   };

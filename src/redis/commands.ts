@@ -10,13 +10,13 @@ import type { RedisClient } from './connection.js';
 
 /** The methods `defineCommand` adds to a connection; replies are checked by the wrappers. */
 interface ScriptCommands {
-  leaseholdClaim(lease: string, state: string, tick: string, leaseMs: string, holder: string, mode: string, nowGuardMs: string): Promise<unknown>;
+  leaseholdClaim(lease: string, state: string, stats: string, tick: string, leaseMs: string, holder: string, mode: string, nowGuardMs: string, countSkip: string): Promise<unknown>;
   leaseholdExtend(lease: string, value: string, leaseMs: string): Promise<unknown>;
   leaseholdRelease(lease: string, state: string, value: string, delayMs: string): Promise<unknown>;
 }
 
 const SCRIPTS: ReadonlyArray<{ command: keyof ScriptCommands; file: string; numberOfKeys: number }> = [
-  { command: 'leaseholdClaim', file: 'claim.lua', numberOfKeys: 2 },
+  { command: 'leaseholdClaim', file: 'claim.lua', numberOfKeys: 3 },
   { command: 'leaseholdExtend', file: 'extend.lua', numberOfKeys: 1 },
   { command: 'leaseholdRelease', file: 'release.lua', numberOfKeys: 2 },
 ];
@@ -71,6 +71,10 @@ export type ClaimMode = 'grid' | 'delay';
 export interface ClaimScriptArgs {
   leaseKey: string;
   stateKey: string;
+  /** The job's stats hash: a `done` answer adds the claimed skip there when `countSkip`. */
+  statsKey: string;
+  /** Count a `done` answer as this claimant's skip (reason claimed) in the stats hash. */
+  countSkip: boolean;
   /** The schedule tick, epoch ms. */
   tick: number;
   /** Lease time to live, ms. */
@@ -96,7 +100,7 @@ export async function claimScript(redis: RedisClient, args: ClaimScriptArgs): Pr
   requireInteger('leaseMs', args.leaseMs, 1);
   requireInteger('nowGuardMs', args.nowGuardMs, 0);
   const reply = await commands(redis).leaseholdClaim(
-    args.leaseKey, args.stateKey, String(args.tick), String(args.leaseMs), args.holder, args.mode, String(args.nowGuardMs),
+    args.leaseKey, args.stateKey, args.statsKey, String(args.tick), String(args.leaseMs), args.holder, args.mode, String(args.nowGuardMs), args.countSkip ? '1' : '0',
   );
   if (!Array.isArray(reply)) throw unexpected('claim', reply);
   const [kind, a, b, c, d] = reply as unknown[];

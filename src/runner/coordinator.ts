@@ -14,6 +14,8 @@ export interface ClaimRequest {
   readonly tick: number;
   readonly leaseMs: number;
   readonly mode: ClaimMode;
+  /** When the tick turns out claimed already, add this node's skip to the cluster's counters in the same call. */
+  readonly countSkip: boolean;
 }
 
 /** A lease this node holds for one run. */
@@ -32,8 +34,8 @@ export interface HeldLease {
 /** What a claim found. */
 export type ClaimDecision =
   | { readonly kind: 'claimed'; readonly lease: HeldLease; readonly previousTick: number | null }
-  /** This tick was claimed already (it runs or ran elsewhere). */
-  | { readonly kind: 'done' }
+  /** This tick was claimed already (it runs or ran elsewhere); `counted` when the skip was recorded with it. */
+  | { readonly kind: 'done'; readonly counted: boolean }
   /** Another run (of an earlier tick) holds the lease. */
   | { readonly kind: 'held'; readonly holder: string }
   /** fixedDelay: the cluster's next run is due later. */
@@ -58,7 +60,7 @@ export function localCoordinator(): Coordinator {
     async claim({ jobId, tick, mode }) {
       const s = state.get(jobId) ?? { tick: -Infinity, due: undefined, held: false, fence: 0 };
       state.set(jobId, s);
-      if (mode !== 'manual' && s.tick >= tick) return { kind: 'done' };
+      if (mode !== 'manual' && s.tick >= tick) return { kind: 'done', counted: false };
       if (mode === 'delay' && s.due !== undefined && tick < s.due) return { kind: 'notDue', dueMs: s.due };
       if (s.held) return { kind: 'held', holder: 'this node' };
       const previousTick = Number.isFinite(s.tick) ? s.tick : null;

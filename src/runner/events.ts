@@ -56,6 +56,8 @@ export interface SkippedEvent {
   readonly reason: SkipReason;
   readonly scheduledAt: number;
   readonly at: number;
+  /** True when the skip was already added to the cluster's counters (by the claim itself). */
+  readonly recorded: boolean;
 }
 
 /** Ticks that no node ran (counted once, by the node that claims the next tick). */

@@ -424,8 +424,8 @@ export class RunnerCore {
     void this.begin(slot, tick, mode);
   }
 
-  private skip(slot: Slot, reason: SkipReason, tick: number, now: number): void {
-    this.emitter.emit('skipped', { jobId: slot.job.id, scope: slot.job.scope, instanceId: this.instanceId, reason, scheduledAt: tick, at: now });
+  private skip(slot: Slot, reason: SkipReason, tick: number, now: number, recorded = false): void {
+    this.emitter.emit('skipped', { jobId: slot.job.id, scope: slot.job.scope, instanceId: this.instanceId, reason, scheduledAt: tick, at: now, recorded });
   }
 
   private graceMs(slot: Slot, eff: EffectiveSchedule): number {
@@ -441,7 +441,9 @@ export class RunnerCore {
       return;
     }
     // Reserve the slot while the claim is in flight so nothing overlaps it; a stop waits for it.
-    const claim = this.coordinator.claim({ jobId: slot.job.id, tick, leaseMs: eff.leaseMs, mode });
+    // The catch-up tick of a fixedRate job at start is no skip when someone ran it.
+    const catchUp = mode === 'grid' && tick < slot.anchor - slot.job.initialDelayMs;
+    const claim = this.coordinator.claim({ jobId: slot.job.id, tick, leaseMs: eff.leaseMs, mode, countSkip: !catchUp && mode !== 'manual' });
     const claiming: ActiveRun = {
       runId: `claim-${tick}`,
       startedAt: this.now(),
@@ -475,7 +477,7 @@ export class RunnerCore {
         this.startRun(slot, eff, tick, mode === 'manual', decision.lease);
         return;
       case 'done':
-        if (!(mode === 'grid' && tick < slot.anchor - slot.job.initialDelayMs)) this.skip(slot, 'claimed', tick, now);
+        if (!catchUp) this.skip(slot, 'claimed', tick, now, decision.counted);
         if (mode === 'delay') this.scheduleTick(slot, now + eff.trigger.intervalMs);
         return;
       case 'notDue':

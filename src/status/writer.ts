@@ -86,7 +86,10 @@ export class StatsWriter {
     const core = opts.core;
     this.offs.push(
       core.on('runEnded', (e) => this.slot(e.jobId).pending.addRun(e)),
-      core.on('skipped', (e) => this.slot(e.jobId).pending.addSkip(e)),
+      core.on('skipped', (e) => {
+        // A claimed skip the claim script already counted is not written again.
+        if (!e.recorded) this.slot(e.jobId).pending.addSkip(e);
+      }),
       core.on('missed', (e) => this.slot(e.jobId).pending.addMissed(e.count)),
       core.on('scheduled', (e) => this.onScheduled(e.jobId, e.nextDueAt)),
       core.on('jobState', (e) => this.onJobState(e.jobId, e.state, e.cause)),

@@ -8,16 +8,22 @@
     KEYS[2] state  hash    tick = last claimed tick (epoch ms),
                            fence = fencing counter,
                            due = next fixedDelay start (epoch ms)
+    KEYS[3] stats  hash    the job's counters: `skipped` and `skippedClaimed`
+                           grow by one for a counted 'done'
 
     ARGV[1] tick        integer  epoch ms; the schedule tick every node agrees on
     ARGV[2] leaseMs     integer  ms; lease time to live, > 0
     ARGV[3] holder      string   instance id of the claimant
     ARGV[4] mode        string   'grid' (cron, fixedRate) or 'delay' (fixedDelay)
     ARGV[5] nowGuardMs  integer  ms; how far before the tick a claim is accepted
+    ARGV[6] countSkip   string   '1': a 'done' answer is the claimant's skip with
+                                 reason claimed, added to the stats hash here so
+                                 the claimant need not write it; '0': not counted
 
   Output, the first decision that applies:
     {'early', serverNowMs}    server time is before tick - nowGuardMs
     {'done', lastTick}        this tick, or a later one, was already claimed
+                              (counted as a claimed skip when countSkip is '1')
     {'notDue', dueMs}         mode 'delay' and tick is before state.due
     {'held', value, pttlMs}   someone holds the lease (pttlMs -1: no TTL)
     {'claimed', token, value, previousTick, serverNowMs}
@@ -32,6 +38,8 @@ local leaseMs = tonumber(ARGV[2])
 local holder = ARGV[3]
 local mode = ARGV[4]
 local nowGuardMs = tonumber(ARGV[5])
+local countSkip = ARGV[6] == '1'
+local statsKey = KEYS[3]
 
 if not tick or tick ~= math.floor(tick) then
   return redis.error_reply('ERR leasehold claim: tick must be an integer (ms)')
@@ -78,6 +86,10 @@ end
 local state = redis.call('HMGET', stateKey, 'tick', 'due')
 local lastTick = tonumber(state[1])
 if lastTick and lastTick >= tick then
+  if countSkip then
+    redis.call('HINCRBY', statsKey, 'skipped', 1)
+    redis.call('HINCRBY', statsKey, 'skippedClaimed', 1)
+  end
   return {'done', lastTick}
 end
 
