@@ -92,11 +92,15 @@ local function int(n)
   return string.format('%d', n)
 end
 
+-- One HSET for all of a table's fields (one command, not one per field).
 local function setAll(key, prefix, fields)
   if type(fields) ~= 'table' then return end
+  local args = {}
   for field, value in pairs(fields) do
-    redis.call('HSET', key, prefix .. field, tostring(value))
+    args[#args + 1] = prefix .. field
+    args[#args + 1] = tostring(value)
   end
+  if #args > 0 then redis.call('HSET', key, unpack(args)) end
 end
 
 local function incrAll(key, prefix, fields)
@@ -159,9 +163,9 @@ if instPrefix then
 end
 
 if type(batch.runs) == 'table' and #batch.runs > 0 then
-  for _, entry in ipairs(batch.runs) do
-    redis.call('LPUSH', runsKey, tostring(entry))
-  end
+  local entries = {}
+  for i, entry in ipairs(batch.runs) do entries[i] = tostring(entry) end
+  redis.call('LPUSH', runsKey, unpack(entries))
   redis.call('LTRIM', runsKey, 0, runsCap - 1)
 end
 
