@@ -218,6 +218,8 @@ export function roleOptions(role: RedisRole, commandTimeoutMs?: number): RedisOp
         enableOfflineQueue: false,
         maxRetriesPerRequest: 0,
         autoResendUnfulfilledCommands: false,
+        // Claims of jobs due at the same instant leave in one write (one pipeline).
+        enableAutoPipelining: true,
       };
     case 'stats':
       return {
@@ -336,6 +338,17 @@ export function createRedis(opts: CreateRedisOptions): RedisClient {
   }
   const list = parseNodeList(target.sentinels, 'REDIS_SENTINELS', 26379);
   return new Redis(sentinelRoleOptions(opts.role, opts.commandTimeoutMs, list, target.sentinelName));
+}
+
+/**
+ * Closes a connection for good: QUIT when it is ready (so replies in flight arrive), then a
+ * disconnect, which also closes what ioredis keeps beside it (a Sentinel client's
+ * subscriptions to the Sentinels, which QUIT alone leaves open and which would keep the
+ * process alive). Never throws.
+ */
+export async function closeRedis(conn: RedisClient): Promise<void> {
+  if (conn.status === 'ready') await conn.quit().catch(() => undefined);
+  conn.disconnect();
 }
 
 /**
