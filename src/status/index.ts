@@ -13,7 +13,7 @@ import type { RedisClient } from '../redis/connection.js';
 import type { Logger } from 'pino';
 import type { Registry as PromRegistry } from 'prom-client';
 import { ErrorCodes, LeaseholdError } from '../errors.js';
-import { createRedis, whenReady, type RedisTarget } from '../redis/connection.js';
+import { closeRedis, createRedis, whenReady, type RedisTarget } from '../redis/connection.js';
 import { keys as keyNames } from '../redis/keys.js';
 import type { RunnerCore, SettingsSource } from '../runner/runner.js';
 import { createRunnerMetrics } from '../metrics/prom.js';
@@ -77,14 +77,6 @@ function packageVersion(): string {
     return typeof pkg.version === 'string' ? pkg.version : 'unknown';
   } catch {
     return 'unknown'; // not packaged as usual; the version is only informative
-  }
-}
-
-async function close(conn: RedisClient): Promise<void> {
-  if (conn.status === 'ready') {
-    await conn.quit().catch(() => conn.disconnect());
-  } else {
-    conn.disconnect();
   }
 }
 
@@ -188,7 +180,7 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
       await settings.stop();
       await writer.stop(STOP_FLUSH_MS);
       await registry.stop();
-      await Promise.all([close(redis), close(sub)]);
+      await Promise.all([closeRedis(redis), closeRedis(sub)]);
     },
     flush: () => writer.flush(),
     read: () => api.cluster(),
