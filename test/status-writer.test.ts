@@ -14,6 +14,7 @@ import { Emitter, type RunOutcome, type SkipReason } from '../src/runner/events.
 import type { JobView } from '../src/runner/runner.js';
 import { normalizeJob } from '../src/schedule/job.js';
 import { StatsWriter, type WriterCore } from '../src/status/writer.js';
+import type { Trigger } from '../src/schedule/trigger.js';
 import { memoryLogger } from './helpers/log.js';
 import { ROOT } from './helpers/node.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
@@ -50,6 +51,9 @@ class FakeCore implements WriterCore {
   }
   now(): number {
     return Date.now();
+  }
+  triggerOf(id: string): Trigger | undefined {
+    return this.views.get(id)?.schedule?.trigger;
   }
 }
 

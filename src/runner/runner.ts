@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import { LeaseholdError } from '../errors.js';
 import { normalizeJob, type NormalizedJob } from '../schedule/job.js';
-import { resolveSchedule, type EffectiveSchedule, type JobOverrides } from '../schedule/trigger.js';
+import { resolveSchedule, type EffectiveSchedule, type JobOverrides, type Trigger } from '../schedule/trigger.js';
 import { completeClock, type Clock, type TimerHandle } from './clock.js';
 import { localCoordinator, type ClaimMode, type Coordinator, type HeldLease } from './coordinator.js';
 import { Emitter, type JobState, type Listener, type RunnerEvents, type SkipReason } from './events.js';
@@ -158,6 +158,11 @@ export class RunnerCore {
   /** The nominal interval of a job's schedule as it applies now (cheap; no view is built). */
   intervalOf(id: string): number | undefined {
     return this.slots.get(id)?.effective?.trigger.intervalMs;
+  }
+
+  /** The trigger of a job's schedule as it applies now (cheap; no view is built). */
+  triggerOf(id: string): Trigger | undefined {
+    return this.slots.get(id)?.effective?.trigger;
   }
 
   /** One job's view, or undefined. */

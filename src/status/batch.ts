@@ -83,11 +83,14 @@ export class JobBatch {
     this.empty = false;
   }
 
-  /** Sets a field of the stats hash (and of this instance's row with `alsoInstance`). */
-  setField(field: string, value: string, alsoInstance = false): void {
+  /**
+   * Sets a field of the stats hash (and of this instance's row with `alsoInstance`). A `soft`
+   * field does not make a write of its own: it goes with the job's next write.
+   */
+  setField(field: string, value: string, alsoInstance = false, soft = false): void {
     this.set[field] = value;
     if (alsoInstance && this.instanceScoped) this.instSet[field] = value;
-    this.empty = false;
+    if (!soft) this.empty = false;
   }
 
   /** Adds a finished run. */

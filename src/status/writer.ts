@@ -29,7 +29,7 @@ export const CHUNK = 200;
 export const BATCHES_KEEP_MS = 7 * 24 * 3_600_000;
 
 /** What the writer needs of a runner. */
-export type WriterCore = Pick<RunnerCore, 'instanceId' | 'on' | 'jobs' | 'job' | 'now'>;
+export type WriterCore = Pick<RunnerCore, 'instanceId' | 'on' | 'jobs' | 'job' | 'now' | 'triggerOf'>;
 
 /** What the writer has done, for tests and diagnostics. */
 export interface WriterCounts {
@@ -156,12 +156,15 @@ export class StatsWriter {
 
   private onScheduled(jobId: string, nextDueAt: number | null): void {
     const s = this.slot(jobId);
-    s.pending.setField('nextDueAt', iso(nextDueAt), true);
-    const view = this.opts.core.job(jobId);
-    const key = view?.schedule?.trigger.key;
-    if (view && key !== s.scheduleKey) {
-      s.scheduleKey = key;
-      s.pending.describe(describeJob(view));
+    const trigger = this.opts.core.triggerOf(jobId);
+    // A grid job's next tick is planned when a tick fires, so it goes with that run's write
+    // (or the node that ran it writes it); only a fixedDelay's next due, planned after the
+    // run's end, is written on its own.
+    s.pending.setField('nextDueAt', iso(nextDueAt), true, trigger !== undefined && trigger.kind !== 'fixedDelay');
+    if (trigger && trigger.key !== s.scheduleKey) {
+      s.scheduleKey = trigger.key;
+      const view = this.opts.core.job(jobId);
+      if (view) s.pending.describe(describeJob(view));
     }
   }
 
