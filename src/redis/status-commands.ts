@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import type { ChainableCommander } from 'ioredis';
 import { ErrorCodes, LeaseholdError } from '../errors.js';
 import type { RedisClient } from './connection.js';
-import { pipelined } from './pipeline.js';
+import { isCluster, pipelined } from './pipeline.js';
 
 interface StatusScriptCommands {
   leaseholdPrune(instances: string, cutoff: string, ...ids: string[]): Promise<unknown>;
@@ -16,11 +16,13 @@ interface StatusScriptCommands {
 
 /** The same commands queued on a pipeline. */
 interface StatusScriptPipeline {
-  leaseholdRecord(stats: string, instances: string, runs: string, batches: string, writer: string, seq: string, batch: string, runsCap: string, keepMs: string): ChainableCommander;
+  /** `numberOfKeys`, then 4 keys per job, then runsCap, keepMs and 3 arguments per job. */
+  leaseholdRecord(numberOfKeys: number, ...keysThenArgs: string[]): ChainableCommander;
 }
 
-const SCRIPTS: ReadonlyArray<{ command: keyof StatusScriptCommands | keyof StatusScriptPipeline; file: string; numberOfKeys: number }> = [
-  { command: 'leaseholdRecord', file: 'record.lua', numberOfKeys: 4 },
+const SCRIPTS: ReadonlyArray<{ command: keyof StatusScriptCommands | keyof StatusScriptPipeline; file: string; numberOfKeys: number | undefined }> = [
+  // The number of keys varies (4 per job): given with each call.
+  { command: 'leaseholdRecord', file: 'record.lua', numberOfKeys: undefined },
   { command: 'leaseholdPrune', file: 'prune.lua', numberOfKeys: 1 },
 ];
 
@@ -35,7 +37,7 @@ function commands(redis: RedisClient): StatusScriptCommands {
         lua = readFileSync(new URL(`./scripts/${file}`, import.meta.url), 'utf8');
         sources.set(file, lua);
       }
-      redis.defineCommand(command, { numberOfKeys, lua });
+      redis.defineCommand(command, numberOfKeys === undefined ? { lua } : { numberOfKeys, lua });
     }
     prepared.add(redis);
   }
@@ -85,9 +87,13 @@ function requireInteger(name: string, value: number, min: number): void {
 /** What became of one batch: applied now, applied before (a retry), or an error. */
 export type RecordResult = { readonly ok: true; readonly applied: boolean } | { readonly ok: false; readonly error: Error };
 
+/** At most this many jobs' batches go in one call of `record.lua` (bounds one call's run time). */
+export const RECORD_JOBS_PER_CALL = 100;
+
 /**
- * Run `record.lua` for several batches (of different jobs) in one pipeline (on a Cluster, one
- * per slot): each batch is applied atomically, on its own.
+ * Run `record.lua` for several batches (of different jobs): on a single Redis in as few calls
+ * as possible (up to {@link RECORD_JOBS_PER_CALL} jobs each), on a Cluster one call per job
+ * (its keys share a slot), pipelined. Each batch is applied atomically, on its own.
  * @returns per batch, in order: `applied` true when applied now, false when the writer had
  *   applied this sequence number before; or the error of that batch.
  * @throws LeaseholdError `INVALID_CONFIG` for a bad argument (nothing is sent).
@@ -100,25 +106,32 @@ export async function recordScript(redis: RedisClient, batches: readonly RecordS
   }
   if (batches.length === 0) return [];
   commands(redis);
+  const size = isCluster(redis) ? 1 : RECORD_JOBS_PER_CALL;
+  const groups: RecordScriptArgs[][] = [];
+  for (let i = 0; i < batches.length; i += size) groups.push(batches.slice(i, i + size));
   const replies = await pipelined(
     redis,
-    batches.map((args) => ({
-      key: args.statsKey,
+    groups.map((group) => ({
+      key: group[0]?.statsKey,
       queue: (p) => {
-        (p as unknown as StatusScriptPipeline).leaseholdRecord(
-          args.statsKey, args.instancesKey, args.runsKey, args.batchesKey,
-          args.writer, String(args.seq), JSON.stringify(args.batch), String(args.runsCap), String(args.keepMs),
-        );
+        const keys = group.flatMap((a) => [a.statsKey, a.instancesKey, a.runsKey, a.batchesKey]);
+        const argv = group.flatMap((a) => [a.writer, String(a.seq), JSON.stringify(a.batch)]);
+        const first = group[0] as RecordScriptArgs;
+        (p as unknown as StatusScriptPipeline).leaseholdRecord(keys.length, ...keys, String(first.runsCap), String(first.keepMs), ...argv);
       },
     })),
   );
-  return batches.map((_, i): RecordResult => {
-    const [err, reply] = replies[i] ?? [new Error('no reply'), undefined];
-    if (err) return { ok: false, error: err };
-    if (reply !== 0 && reply !== 1) {
-      return { ok: false, error: new LeaseholdError(ErrorCodes.REDIS_ERROR, `unexpected reply from the record script: ${JSON.stringify(reply)}`) };
-    }
-    return { ok: true, applied: reply === 1 };
+  return groups.flatMap((group, g) => {
+    const [err, reply] = replies[g] ?? [new Error('no reply'), undefined];
+    return group.map((_, j): RecordResult => {
+      if (err) return { ok: false, error: err };
+      const one = Array.isArray(reply) ? (reply as unknown[])[j] : undefined;
+      if (typeof one === 'string' && one.startsWith('ERR')) return { ok: false, error: new LeaseholdError(ErrorCodes.REDIS_ERROR, `record script: ${one}`) };
+      if (one !== 0 && one !== 1) {
+        return { ok: false, error: new LeaseholdError(ErrorCodes.REDIS_ERROR, `unexpected reply from the record script: ${JSON.stringify(reply)}`) };
+      }
+      return { ok: true, applied: one === 1 };
+    });
   });
 }
 

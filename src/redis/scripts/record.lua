@@ -1,20 +1,27 @@
 --[[
-  Apply one stats batch of one job, written by one node, atomically and at
-  most once: counters are added, last-run fields replaced when the batch's
+  Apply stats batches, one per job, each written by one node, atomically and
+  at most once: counters are added, last-run fields replaced when the batch's
   last run is the newest, recent runs pushed to a capped list. A batch whose
-  sequence number this writer already applied changes nothing, so a batch
-  that is retried after a lost reply counts once.
+  sequence number its writer already applied changes nothing, so a batch
+  that is retried after a lost reply counts once. One call carries the
+  batches of several jobs on a single Redis (one command for a whole flush);
+  on a Redis Cluster one call carries one job (its keys share its hash tag).
 
-  Input (all keys share the job's hash tag):
-    KEYS[1] stats      hash  the job's cluster-wide counters and last outcome
-    KEYS[2] instances  hash  per-instance fields `<instanceId>.<field>`
-    KEYS[3] runs       list  recent runs, newest first, JSON strings
-    KEYS[4] batches    hash  writer id -> `<highest applied sequence number>:<server time ms>`
+  Input, for job j = 1..N (N = #KEYS / 4; a job's keys share its hash tag):
+    KEYS[4j-3] stats      hash  the job's cluster-wide counters and last outcome
+    KEYS[4j-2] instances  hash  per-instance fields `<instanceId>.<field>`
+    KEYS[4j-1] runs       list  recent runs, newest first, JSON strings
+    KEYS[4j]   batches    hash  writer id -> `<highest applied sequence number>:<server time ms>`
 
-    ARGV[1] writer     string   id of the writing node's stats writer (instance id and a nonce)
-    ARGV[2] seq        integer  the batch's sequence number, increasing per writer
-    ARGV[3] batch      string   JSON object; every member is optional:
+    ARGV[1] runsCap    integer  length of the recent runs list, > 0
+    ARGV[2] keepMs     integer  ms; a writer not heard of for this long is forgotten (its
+                                field is removed when another writer's first batch comes),
+                                and the batches hash expires this long after the last batch
+    ARGV[3j]   writer  string   id of the writing node's stats writer (instance id and a nonce)
+    ARGV[3j+1] seq     integer  the batch's sequence number, increasing per writer
+    ARGV[3j+2] batch   string   JSON object; every member is optional:
                          init      boolean  create every field with zero or '' if absent
+                         createdAt string   ISO; set once, when the stats hash is created
                          define    object   field -> string, set as given (scope, schedule ...)
                          incr      object   field -> integer, added to the stats hash
                          last      object   lastOutcome, lastError, lastStartedAt (ISO),
@@ -25,54 +32,22 @@
                          set       object   field -> string, set as given (nextDueAt, seenAt ...)
                          inst      object   { id, incr, last, set } for the writer's instance
                          runs      array    JSON strings, oldest first
-    ARGV[4] runsCap    integer  length of the recent runs list, > 0
-    ARGV[5] keepMs     integer  ms; a writer not heard of for this long is forgotten (its
-                                field is removed when another writer's first batch comes),
-                                and the batches hash expires this long after the last batch
 
   Output:
-    1 when the batch was applied, 0 when this writer had applied it before.
+    An array with one entry per job, in order: 1 when its batch was applied,
+    0 when its writer had applied it before, or an error text starting with
+    'ERR' when applying it failed (the other jobs' batches are still applied).
 ]]
-local statsKey = KEYS[1]
-local instancesKey = KEYS[2]
-local runsKey = KEYS[3]
-local batchesKey = KEYS[4]
-local writer = ARGV[1]
-local seq = tonumber(ARGV[2])
-local ok, batch = pcall(cjson.decode, ARGV[3])
-local runsCap = tonumber(ARGV[4])
-local keepMs = tonumber(ARGV[5])
-
-if not seq or seq ~= math.floor(seq) or seq < 1 then
-  return redis.error_reply('ERR leasehold record: seq must be a positive integer')
-end
-if not ok or type(batch) ~= 'table' then
-  return redis.error_reply('ERR leasehold record: batch must be a JSON object')
+local runsCap = tonumber(ARGV[1])
+local keepMs = tonumber(ARGV[2])
+if #KEYS == 0 or #KEYS % 4 ~= 0 or #ARGV ~= 2 + (#KEYS / 4) * 3 then
+  return redis.error_reply('ERR leasehold record: expects 4 keys and 3 arguments per job')
 end
 if not runsCap or runsCap < 1 then
   return redis.error_reply('ERR leasehold record: runsCap must be a positive integer')
 end
 if not keepMs or keepMs < 1 then
   return redis.error_reply('ERR leasehold record: keepMs must be a positive integer')
-end
-
-local entry = redis.call('HGET', batchesKey, writer)
-local applied = entry and tonumber(string.match(entry, '^(%d+)'))
-if applied and applied >= seq then
-  return 0
-end
-
-local time = redis.call('TIME')
-local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-if not entry then
-  -- A writer's first batch of this job (a node started): forget writers long gone.
-  local all = redis.call('HGETALL', batchesKey)
-  for i = 1, #all, 2 do
-    local at = tonumber(string.match(all[i + 1], ':(%d+)$'))
-    if not at or at < nowMs - keepMs then
-      redis.call('HDEL', batchesKey, all[i])
-    end
-  end
 end
 
 local COUNTERS = {
@@ -112,63 +87,105 @@ local function incrAll(key, prefix, fields)
   end
 end
 
-local inst = batch.inst
-local instPrefix = nil
-if type(inst) == 'table' and type(inst.id) == 'string' then
-  instPrefix = inst.id .. '.'
-end
-
-if batch.init == true then
-  for _, field in ipairs(COUNTERS) do redis.call('HSETNX', statsKey, field, '0') end
-  for _, field in ipairs(TEXTS) do redis.call('HSETNX', statsKey, field, '') end
-  if type(batch.createdAt) == 'string' then
-    redis.call('HSETNX', statsKey, 'createdAt', batch.createdAt)
+local function apply(statsKey, instancesKey, runsKey, batchesKey, writer, seq, batch)
+  local entry = redis.call('HGET', batchesKey, writer)
+  local applied = entry and tonumber(string.match(entry, '^(%d+)'))
+  if applied and applied >= seq then
+    return 0
   end
-  if instPrefix then
-    for _, field in ipairs(INSTANCE_COUNTERS) do redis.call('HSETNX', instancesKey, instPrefix .. field, '0') end
-    for _, field in ipairs(INSTANCE_TEXTS) do redis.call('HSETNX', instancesKey, instPrefix .. field, '') end
+
+  local time = redis.call('TIME')
+  local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  if not entry then
+    -- A writer's first batch of this job (a node started): forget writers long gone.
+    local all = redis.call('HGETALL', batchesKey)
+    for i = 1, #all, 2 do
+      local at = tonumber(string.match(all[i + 1], ':(%d+)$'))
+      if not at or at < nowMs - keepMs then
+        redis.call('HDEL', batchesKey, all[i])
+      end
+    end
   end
-end
 
-setAll(statsKey, '', batch.define)
-incrAll(statsKey, '', batch.incr)
-
-local last = batch.last
-if type(last) == 'table' and type(last.lastStartedAt) == 'string' then
-  local stored = redis.call('HGET', statsKey, 'lastStartedAt') or ''
-  if last.lastStartedAt >= stored then
-    setAll(statsKey, '', last)
+  local inst = batch.inst
+  local instPrefix = nil
+  if type(inst) == 'table' and type(inst.id) == 'string' then
+    instPrefix = inst.id .. '.'
   end
-end
 
-local fails = tonumber(batch.fails) or 0
-local successAt = batch.successAt
-if type(successAt) == 'string' and successAt ~= '' then
-  local stored = redis.call('HGET', statsKey, 'lastSuccessAt') or ''
-  if successAt > stored then
-    redis.call('HSET', statsKey, 'lastSuccessAt', successAt, 'streak', int(fails))
+  if batch.init == true then
+    for _, field in ipairs(COUNTERS) do redis.call('HSETNX', statsKey, field, '0') end
+    for _, field in ipairs(TEXTS) do redis.call('HSETNX', statsKey, field, '') end
+    if type(batch.createdAt) == 'string' then
+      redis.call('HSETNX', statsKey, 'createdAt', batch.createdAt)
+    end
+    if instPrefix then
+      for _, field in ipairs(INSTANCE_COUNTERS) do redis.call('HSETNX', instancesKey, instPrefix .. field, '0') end
+      for _, field in ipairs(INSTANCE_TEXTS) do redis.call('HSETNX', instancesKey, instPrefix .. field, '') end
+    end
+  end
+
+  setAll(statsKey, '', batch.define)
+  incrAll(statsKey, '', batch.incr)
+
+  local last = batch.last
+  if type(last) == 'table' and type(last.lastStartedAt) == 'string' then
+    local stored = redis.call('HGET', statsKey, 'lastStartedAt') or ''
+    if last.lastStartedAt >= stored then
+      setAll(statsKey, '', last)
+    end
+  end
+
+  local fails = tonumber(batch.fails) or 0
+  local successAt = batch.successAt
+  if type(successAt) == 'string' and successAt ~= '' then
+    local stored = redis.call('HGET', statsKey, 'lastSuccessAt') or ''
+    if successAt > stored then
+      redis.call('HSET', statsKey, 'lastSuccessAt', successAt, 'streak', int(fails))
+    elseif fails > 0 then
+      redis.call('HINCRBY', statsKey, 'streak', int(fails))
+    end
   elseif fails > 0 then
     redis.call('HINCRBY', statsKey, 'streak', int(fails))
   end
-elseif fails > 0 then
-  redis.call('HINCRBY', statsKey, 'streak', int(fails))
+
+  setAll(statsKey, '', batch.set)
+
+  if instPrefix then
+    incrAll(instancesKey, instPrefix, inst.incr)
+    setAll(instancesKey, instPrefix, inst.last)
+    setAll(instancesKey, instPrefix, inst.set)
+  end
+
+  if type(batch.runs) == 'table' and #batch.runs > 0 then
+    local entries = {}
+    for i, entry in ipairs(batch.runs) do entries[i] = tostring(entry) end
+    redis.call('LPUSH', runsKey, unpack(entries))
+    redis.call('LTRIM', runsKey, 0, runsCap - 1)
+  end
+
+  redis.call('HSET', batchesKey, writer, int(seq) .. ':' .. int(nowMs))
+  redis.call('PEXPIRE', batchesKey, int(keepMs))
+  return 1
 end
 
-setAll(statsKey, '', batch.set)
-
-if instPrefix then
-  incrAll(instancesKey, instPrefix, inst.incr)
-  setAll(instancesKey, instPrefix, inst.last)
-  setAll(instancesKey, instPrefix, inst.set)
+local results = {}
+for j = 1, #KEYS / 4 do
+  local seq = tonumber(ARGV[3 * j + 1])
+  local ok, batch = pcall(cjson.decode, ARGV[3 * j + 2])
+  if not seq or seq ~= math.floor(seq) or seq < 1 then
+    return redis.error_reply('ERR leasehold record: seq must be a positive integer')
+  end
+  if not ok or type(batch) ~= 'table' then
+    return redis.error_reply('ERR leasehold record: batch must be a JSON object')
+  end
+  -- One job's failure (a key of the wrong type) is that job's alone: its slot in the
+  -- reply carries the error text and the other jobs are applied.
+  local applied, result = pcall(apply, KEYS[4 * j - 3], KEYS[4 * j - 2], KEYS[4 * j - 1], KEYS[4 * j], ARGV[3 * j], seq, batch)
+  if applied then
+    results[j] = result
+  else
+    results[j] = 'ERR ' .. tostring(type(result) == 'table' and result.err or result)
+  end
 end
-
-if type(batch.runs) == 'table' and #batch.runs > 0 then
-  local entries = {}
-  for i, entry in ipairs(batch.runs) do entries[i] = tostring(entry) end
-  redis.call('LPUSH', runsKey, unpack(entries))
-  redis.call('LTRIM', runsKey, 0, runsCap - 1)
-end
-
-redis.call('HSET', batchesKey, writer, int(seq) .. ':' .. int(nowMs))
-redis.call('PEXPIRE', batchesKey, int(keepMs))
-return 1
+return results
