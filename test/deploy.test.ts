@@ -6,25 +6,12 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { spawnLeasehold, ROOT, type NodeProc } from './helpers/node.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
+import { ping } from '../src/cli/private-redis.js';
 
-/** Whether something answers PING on the port. */
-function redisAnswers(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = connect({ port, host: '127.0.0.1' });
-    const done = (ok: boolean) => {
-      s.destroy();
-      resolve(ok);
-    };
-    s.setTimeout(500, () => done(false));
-    s.on('error', () => done(false));
-    s.on('connect', () => s.write('PING\r\n'));
-    s.on('data', (d) => done(d.toString().startsWith('+PONG')));
-  });
-}
+const redisAnswers = ping;
 
 async function quickstart(): Promise<{ node: NodeProc; redisPort: number; httpPort: number }> {
   const node = spawnLeasehold(['start', '--jobs', 'examples/jobs.ts', '--private-redis'], { REDIS_URL: undefined, PORT: '0', LOG_LEVEL: 'info' });

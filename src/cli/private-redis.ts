@@ -32,7 +32,8 @@ function freePort(): Promise<number> {
   });
 }
 
-function ping(port: number): Promise<boolean> {
+/** Whether a Redis answers PING on the loopback port. */
+export function ping(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const sock = connect({ port, host: '127.0.0.1' });
     const done = (ok: boolean): void => {
