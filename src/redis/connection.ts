@@ -252,6 +252,7 @@ export function clusterRoleOptions(role: RedisRole, commandTimeoutMs: number | u
   const { host: _host, port: _port, db: _db, ...auth } = nodeOptions;
   return {
     enableOfflineQueue,
+    ...(perNode.enableAutoPipelining ? { enableAutoPipelining: true } : {}),
     // The ready check (CLUSTER INFO) cannot pass without an offline queue: its node is still
     // connecting. Fail-fast connections are ready once they know the slots.
     enableReadyCheck: enableOfflineQueue === true,
