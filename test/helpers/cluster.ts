@@ -224,7 +224,10 @@ export interface ScaleoutNodes {
   readonly procs: NodeProc[];
   /** Each node's HTTP port, in order. */
   readonly ports: number[];
-  /** SIGTERM to every node still running; resolves when all have exited. */
+  /**
+   * SIGTERM to every node still running; resolves when all have exited on their own. A node
+   * still running 15 s later is killed, and the call rejects (something kept it alive).
+   */
   stop(): Promise<void>;
 }
 
@@ -235,8 +238,20 @@ export async function startNodes(n: number, jobs: string, env: Record<string, st
     procs.push(spawnLeasehold(['start', '--jobs', jobs, '--port', '0', '--host', '127.0.0.1'], { LEASEHOLD_INSTANCE_ID: `n${i}`, LEASEHOLD_SHUTDOWN_GRACE: '1s', LOG_LEVEL: 'info', ...env }));
   }
   const stop = async (): Promise<void> => {
-    for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) p.kill('SIGTERM');
-    await Promise.all(procs.map((p) => p.exited));
+    const running = procs.filter((p) => p.child.exitCode === null && p.child.signalCode === null);
+    for (const p of running) p.kill('SIGTERM');
+    const stuck: string[] = [];
+    await Promise.all(
+      running.map(async (p, i) => {
+        const timer = setTimeout(() => {
+          stuck.push(`n${i}`);
+          p.kill('SIGKILL');
+        }, 15_000);
+        await p.exited;
+        clearTimeout(timer);
+      }),
+    );
+    if (stuck.length > 0) throw new Error(`node(s) ${stuck.join(', ')} did not exit within 15 s of SIGTERM`);
   };
   try {
     const lines = await Promise.all(procs.map((p) => p.waitFor((l) => typeof l['port'] === 'number' && String(l['msg']).startsWith('HTTP listening'), 20_000)));

@@ -1,0 +1,187 @@
+/**
+ * Redis Sentinel (SPEC 7, REDIS_SENTINELS with REDIS_SENTINEL_NAME): real nodes against a
+ * real master, two replicas and three Sentinels, failed over with `SENTINEL FAILOVER` while the
+ * jobs run every second. Replication is asynchronous, so writes the old master took after
+ * the replica was promoted are lost: this measures how often that runs a tick twice or loses
+ * a count, what the fencing token tells the two runs apart by, and that `min-replicas-to-write`
+ * on the servers closes the gap.
+ *
+ * `SCALEOUT_FAILOVERS=<n>` fails over n times per setup (default 1; `docs/reliability.md`
+ * records a run with more).
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { keys as keyNames } from '../src/redis/keys.js';
+import { startNodes, writeScaleoutJobs, TICK_JOBS } from './helpers/cluster.js';
+import { runLeasehold } from './helpers/node.js';
+import { readRuns, waitForRuns, type RunLine } from './helpers/runs.js';
+import { MASTER_NAME, startSentinels, type TestSentinels } from './helpers/sentinel.js';
+
+const ROUNDS = Math.max(1, Math.min(100, Number(process.env['SCALEOUT_FAILOVERS'] ?? 1) || 1));
+const dir = mkdtempSync(join(tmpdir(), 'leasehold-scaleout-sentinel-'));
+const jobs = writeScaleoutJobs(dir);
+let setup: TestSentinels;
+
+before(async () => {
+  setup = await startSentinels({ replicas: 2 });
+});
+after(async () => {
+  await setup?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+interface Figures {
+  failovers: number;
+  /** Ticks of all jobs that ran in the measured time. */
+  ticks: number;
+  /** Ticks that ran twice, and how many of those had the same fencing token in both runs. */
+  twice: number;
+  sameToken: number;
+  /** Ticks that ran twice away from any failover (must be 0). */
+  twiceElsewhere: number;
+  /** Fencing tokens handed to two different ticks of a job (the counter went back). */
+  reusedTokens: number;
+  /** Runs that ended but are missing from the `succeeded` counters. */
+  uncounted: number;
+  /** Ticks (of all jobs) that did not run at all. */
+  missed: number;
+  /** From the failover's start (SENTINEL FAILOVER, or the kill) to the Sentinels announcing the new master, ms. */
+  announcedMs: number[];
+  /** From the failover's start to the first tick every job ran again, ms. */
+  resumedMs: number[];
+}
+
+type Failover = 'sentinel-failover' | 'kill-master';
+
+async function measure(prefix: string, how: Failover, rounds: number): Promise<Figures> {
+  const runLog = join(dir, `${prefix}.jsonl`);
+  const announced: number[] = [];
+  const resumed: number[] = [];
+  const windows: Array<[number, number]> = [];
+  const nodes = await startNodes(3, jobs, {
+    REDIS_SENTINELS: setup.sentinels.join(','),
+    REDIS_SENTINEL_NAME: MASTER_NAME,
+    LEASEHOLD_PREFIX: prefix,
+    RUN_LOG: runLog,
+  });
+  const t0 = Date.now();
+  let t1 = t0;
+  try {
+    await sleep(2_500);
+    for (let i = 0; i < rounds; i++) {
+      await setup.settle();
+      // Vary the failover's phase against the ticks.
+      await sleep(Math.floor(Math.random() * 1_000));
+      const started = Date.now();
+      const old = await setup.masterPort();
+      const { announcedMs } = how === 'kill-master' ? await setup.killMaster() : await setup.failover();
+      announced.push(announcedMs);
+      // Every job runs again, on the new master (bounded: the test fails otherwise).
+      const back = started + announcedMs;
+      const again = await waitForRuns(runLog, (ls) => TICK_JOBS.every((j) => ls.some((l) => l.job === j && l.ev === 'end' && l.tick > back)), 30_000);
+      const firstEnds = TICK_JOBS.map((j) => Math.min(...again.filter((l) => l.job === j && l.ev === 'end' && l.tick > back).map((l) => l.t)));
+      resumed.push(Math.max(...firstEnds) - started);
+      await sleep(1_500);
+      windows.push([started - 1_000, Date.now()]);
+      if (how === 'kill-master') await setup.startServer(old);
+    }
+    await sleep(1_500);
+    t1 = Date.now();
+
+    // The status from any node, through the Sentinels (heartbeats refused during the failover
+    // may have expired: they are written again within one heartbeat).
+    let body: { jobs: Array<{ id: string }>; instances: unknown[] } = { jobs: [], instances: [] };
+    for (let i = 0; i < 40 && body.instances.length < 3; i++) {
+      if (i > 0) await sleep(250);
+      const res = await fetch(`http://127.0.0.1:${nodes.ports[2] ?? 0}/manage/jobs`);
+      assert.equal(res.status, 200);
+      body = (await res.json()) as typeof body;
+    }
+    assert.deepEqual(body.jobs.map((j) => j.id).sort(), [...TICK_JOBS, 'manual'].sort());
+    assert.equal(body.instances.length, 3);
+  } finally {
+    await nodes.stop();
+  }
+  const cli = await runLeasehold(['status', '--json'], { REDIS_SENTINELS: setup.sentinels.join(','), REDIS_SENTINEL_NAME: MASTER_NAME, LEASEHOLD_PREFIX: prefix });
+  assert.equal(cli.code, 0, cli.stderr);
+  const status = JSON.parse(cli.stdout) as { jobs: Array<{ id: string; succeeded: number }> };
+
+  const lines = readRuns(runLog);
+  const k = keyNames(prefix);
+  const master = setup.node(await setup.masterPort());
+  const f: Figures = { failovers: rounds, ticks: 0, twice: 0, sameToken: 0, twiceElsewhere: 0, reusedTokens: 0, uncounted: 0, missed: 0, announcedMs: announced, resumedMs: resumed };
+  for (const job of TICK_JOBS) {
+    const starts = lines.filter((l) => l.job === job && l.ev === 'start');
+    const byTick = new Map<number, RunLine[]>();
+    for (const s of starts) byTick.set(s.tick, [...(byTick.get(s.tick) ?? []), s]);
+    f.ticks += byTick.size;
+    for (const [tick, runs] of byTick) {
+      if (runs.length < 2) continue;
+      f.twice++;
+      if (new Set(runs.map((r) => r.token)).size === 1) f.sameToken++;
+      if (!windows.some(([a, b]) => tick >= a && tick <= b)) f.twiceElsewhere++;
+    }
+    const ticksOfToken = new Map<number | undefined, Set<number>>();
+    for (const s of starts) ticksOfToken.set(s.token, (ticksOfToken.get(s.token) ?? new Set()).add(s.tick));
+    for (const ticks of ticksOfToken.values()) if (ticks.size > 1) f.reusedTokens++;
+    for (let t = Math.ceil((t0 + 1_500) / 1000) * 1000; t <= t1 - 1_000; t += 1000) if (!byTick.has(t)) f.missed++;
+    const ended = lines.filter((l) => l.job === job && l.ev === 'end').length;
+    const counted = Number(await master.hget(k.stats(job), 'succeeded'));
+    assert.equal(status.jobs.find((j) => j.id === job)?.succeeded, counted, `${job}: leasehold status reads the counters`);
+    f.uncounted += ended - counted;
+  }
+  return f;
+}
+
+function report(label: string, f: Figures): void {
+  const ms = (xs: number[]): string => xs.map((x) => Math.round(x)).sort((a, b) => a - b).join('/');
+  process.stderr.write(
+    `# ${label}: ${f.failovers} failover(s), ${f.ticks} ticks; ran twice: ${f.twice} (same fencing token in both runs: ${f.sameToken}); ` +
+      `tokens given to two ticks: ${f.reusedTokens}; ended runs not counted: ${f.uncounted}; ticks missed: ${f.missed}; ` +
+      `new master announced after ${ms(f.announcedMs)} ms; every job ran again after ${ms(f.resumedMs)} ms\n`,
+  );
+}
+
+test('Sentinel, asynchronous replication: the nodes follow the new master; a tick runs twice only at a failover, and then with the same fencing token', async () => {
+  const f = await measure('sn1', 'sentinel-failover', ROUNDS);
+  report('SENTINEL FAILOVER, default settings', f);
+  assert.equal(f.twiceElsewhere, 0, 'no tick runs twice away from a failover');
+  assert.equal(f.sameToken, f.twice, 'the two runs of a tick always carry the same fencing token');
+  // Lost writes lose counts, never add them.
+  assert.ok(f.uncounted >= 0, `counted ${-f.uncounted} runs that did not end`);
+});
+
+test('Sentinel, the master killed: the Sentinels promote a replica and the nodes follow it', { skip: ROUNDS > 1 ? false : 'measured with SCALEOUT_FAILOVERS=<n> (n > 1)' }, async () => {
+  const f = await measure('sn3', 'kill-master', ROUNDS);
+  report('master killed (SIGKILL), default settings', f);
+  assert.equal(f.twiceElsewhere, 0, 'no tick runs twice away from a failover');
+  assert.equal(f.sameToken, f.twice, 'the two runs of a tick always carry the same fencing token');
+  assert.ok(f.uncounted >= 0);
+});
+
+test('Sentinel with one replica and min-replicas-to-write 1: the old master refuses writes once its replica is promoted, so no tick runs twice and no count is lost', async () => {
+  await setup.settle();
+  const master = await setup.masterPort();
+  const spare = setup.servers.map((srv) => srv.port).find((p) => p !== master);
+  assert.ok(spare !== undefined);
+  await setup.stopServer(spare);
+  try {
+    for (const server of setup.servers.filter((srv) => srv.port !== spare)) {
+      const c = setup.node(server.port);
+      await c.config('SET', 'min-replicas-to-write', '1');
+      await c.config('SET', 'min-replicas-max-lag', '10');
+    }
+    const f = await measure('sn2', 'sentinel-failover', 1);
+    report('SENTINEL FAILOVER, one replica, min-replicas-to-write 1', f);
+    assert.equal(f.twice, 0, 'no tick ran twice');
+    assert.equal(f.reusedTokens, 0, 'no fencing token was handed out twice');
+    assert.equal(f.uncounted, 0, 'every run that ended is counted');
+  } finally {
+    for (const server of setup.servers.filter((srv) => srv.port !== spare)) await setup.node(server.port).config('SET', 'min-replicas-to-write', '0');
+    await setup.startServer(spare);
+  }
+});
