@@ -337,7 +337,7 @@ describe('http routes', () => {
     }
   });
 
-  it('GET /manage/jobs stays fast with 1,000 jobs', async () => {
+  it('GET /manage/jobs answers every one of 1,000 jobs, again and again (its latency is measured by the benchmark, S4)', async () => {
     const p = prefix();
     const k = keyNames(p);
     const now = new Date().toISOString();
@@ -349,18 +349,14 @@ describe('http routes', () => {
     await pipe.exec();
     const many = await node({ url, prefix: p, logger: log.logger, id: 'node-5', jobs: [] });
     try {
-      const times: number[] = [];
-      for (let i = 0; i < 200; i++) {
-        const t0 = performance.now();
+      for (let i = 0; i < 20; i++) {
         const res = await many.app.inject({ method: 'GET', url: '/manage/jobs' });
-        times.push(performance.now() - t0);
         assert.equal(res.statusCode, 200);
-        if (i === 0) assert.equal(res.json<ClusterStatus>().jobs.length, 1_000);
+        const jobs = res.json<ClusterStatus>().jobs;
+        assert.equal(jobs.length, 1_000);
+        assert.ok(jobs.every((j) => j.runs === 5 && j.lastOutcome === 'succeeded'));
         await sleep(2);
       }
-      times.sort((a, b) => a - b);
-      const p99 = times[Math.floor(times.length * 0.99)] ?? Infinity;
-      assert.ok(p99 < 50, `p99 ${p99.toFixed(1)} ms`);
     } finally {
       await many.stop();
     }
