@@ -104,6 +104,7 @@ export function executeRun(p: RunParams): ActiveRun {
   });
   /** A handler that blocked the loop may end before any timer ran: check the lease deadline first. */
   const checkLease = (): void => watcher?.check();
+  if (watcher) guardSignal(controller.signal, checkLease);
 
   let log: Logger | undefined;
   const ctx: JobContext = {
@@ -157,4 +158,33 @@ export function executeRun(p: RunParams): ActiveRun {
       if (abortedReason) report(OUTCOME_OF[abortedReason], abortError?.message, abortError);
     },
   };
+}
+
+const abortedGetter = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted')?.get;
+
+/**
+ * Makes a leased run's signal check the lease deadline whenever the handler asks it
+ * (`signal.aborted`, `signal.throwIfAborted()`). After the process was frozen (SIGSTOP, a
+ * long GC pause) timers fire in the order they expired, so a handler's own timer may run
+ * before the lease watcher's: asking the signal still tells it, before it does more work,
+ * that the lease ran out meanwhile.
+ */
+function guardSignal(signal: AbortSignal, check: () => void): void {
+  if (!abortedGetter) return;
+  const getter = abortedGetter;
+  Object.defineProperty(signal, 'aborted', {
+    configurable: true,
+    get(this: AbortSignal) {
+      check();
+      return getter.call(this) as boolean;
+    },
+  });
+  const throwIfAborted = signal.throwIfAborted.bind(signal);
+  Object.defineProperty(signal, 'throwIfAborted', {
+    configurable: true,
+    value: () => {
+      check();
+      throwIfAborted();
+    },
+  });
 }
