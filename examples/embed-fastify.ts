@@ -11,7 +11,8 @@ import { createRunner, defineJob } from 'leasehold';
 // The service's own Redis client: leasehold duplicates it for its connections and never closes it.
 const redis = new Redis(process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379');
 const logger = pino();
-const app = Fastify({ loggerInstance: logger });
+// Job ids may be up to 128 characters; fastify's default limit for a path parameter is 100.
+const app = Fastify({ loggerInstance: logger, routerOptions: { maxParamLength: 256 } });
 
 app.get('/hello', async () => ({ hello: 'world' }));
 
