@@ -5,6 +5,7 @@
  */
 import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { startRedis, type TestRedis } from '../test/helpers/redis.js';
 import { Cluster, readCounters } from './cluster.js';
@@ -69,6 +70,17 @@ export async function stage(ctx: ScenarioContext, name: string, jobs: readonly C
       return down;
     },
   };
+}
+
+/**
+ * Waits until the middle of a second (x.500 s). Stops are sent there, away from the 1 s
+ * job's ticks: a stop that meets a claim in flight is a fault of its own, with a scenario of
+ * its own (`stop-claim.ts`), and must not blur the others.
+ */
+export function awayFromTicks(): Promise<void> {
+  const now = Date.now();
+  const target = Math.floor(now / 1_000) * 1_000 + 500;
+  return sleep(target > now ? target - now : target + 1_000 - now);
 }
 
 /** The ticks of a 1 s grid in [from, to], epoch ms. */

@@ -8,7 +8,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Checks } from '../report.js';
 import { readRunLog, startsOf, waitForLog, endOf } from '../runlog.js';
-import { compareCounts, duplicates, missedCount, stage, tickCoverage, type Scenario } from '../scenario.js';
+import { awayFromTicks, compareCounts, duplicates, missedCount, stage, tickCoverage, type Scenario } from '../scenario.js';
 
 const LEASE_MS = 2_000;
 
@@ -42,6 +42,7 @@ export const nodeFreeze: Scenario = {
       await waitForLog(s.runLog, (ls) => endOf(ls, first) !== undefined, 5_000, 'the end of the frozen run').catch(() => undefined);
       await sleep(ctx.quick ? 1_500 : 8_000);
       const stopAt = Date.now();
+      await awayFromTicks();
       const codes = await s.cluster.stopAll();
       const all = readRunLog(s.runLog);
 

@@ -6,7 +6,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Checks } from '../report.js';
 import { endOf, readRunLog, startsOf, waitForLog } from '../runlog.js';
-import { compareCounts, duplicates, missedCount, stage, tickCoverage, type Scenario } from '../scenario.js';
+import { awayFromTicks, compareCounts, duplicates, missedCount, stage, tickCoverage, type Scenario } from '../scenario.js';
 
 const LEASE_MS = 2_000;
 
@@ -38,6 +38,7 @@ export const nodeKill: Scenario = {
       }
       await sleep(ctx.quick ? 2_500 : 10_000);
       const stopAt = Date.now();
+      await awayFromTicks();
       const codes = await s.cluster.stopAll();
       c.equal('exit codes of the graceful stops of the others', codes.filter((x) => x !== 0).length, 0, `codes ${codes.join(',')}`);
       const all = readRunLog(s.runLog);

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { getJson, healthNamesRedis, waitRedisHealthy, type ChaosNode } from '../cluster.js';
 import { Checks } from '../report.js';
 import { readRunLog, startsOf, waitForLog } from '../runlog.js';
-import { compareCounts, duplicates, missedCount, stage, tickCoverage, type Scenario } from '../scenario.js';
+import { awayFromTicks, compareCounts, duplicates, missedCount, stage, tickCoverage, type Scenario } from '../scenario.js';
 
 /** Times of the lease connection's failed attempts, from a node's debug log. */
 function attempts(node: ChaosNode, until: number): number[] {
@@ -56,6 +56,7 @@ export const redisAbsent: Scenario = {
         firstRun ? `${firstRun.t - appearedAt} ms after (reconnection backoff at most 2 s, then the next tick)` : 'never');
       await sleep(ctx.quick ? 3_000 : 6_000);
       const stopAt = Date.now();
+      await awayFromTicks();
       const codes = await s.cluster.stopAll();
       c.equal('exit codes of the graceful stops', codes.filter((x) => x !== 0).length, 0, `codes ${codes.join(',')}`);
       const all = readRunLog(s.runLog);

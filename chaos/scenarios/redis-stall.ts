@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { waitRedisHealthy } from '../cluster.js';
 import { Checks } from '../report.js';
 import { endOf, readRunLog, startsOf, waitForLog } from '../runlog.js';
-import { compareCounts, duplicates, missedCount, stage, tickCoverage, type Scenario } from '../scenario.js';
+import { awayFromTicks, compareCounts, duplicates, missedCount, stage, tickCoverage, type Scenario } from '../scenario.js';
 
 const LEASE_MS = 2_000;
 
@@ -59,6 +59,7 @@ export const redisStall: Scenario = {
       }
       await sleep(ctx.quick ? 3_000 : 6_000);
       const stopAt = Date.now();
+      await awayFromTicks();
       const codes = await s.cluster.stopAll();
       c.equal('exit codes of the graceful stops', codes.filter((x) => x !== 0).length, 0, `codes ${codes.join(',')}`);
       const all = readRunLog(s.runLog);

@@ -8,7 +8,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Checks } from '../report.js';
 import { readRunLog, startsOf } from '../runlog.js';
-import { compareCounts, duplicates, missedCount, stage, tickCoverage, type Scenario } from '../scenario.js';
+import { awayFromTicks, compareCounts, duplicates, missedCount, stage, tickCoverage, type Scenario } from '../scenario.js';
 
 const WORK_LEASE_MS = 5_000;
 
@@ -26,6 +26,7 @@ export const rollingRestart: Scenario = {
       for (const id of first) {
         const node = s.cluster.nodes.find((n) => n.id === id);
         if (!node) throw new Error(`no node ${id}`);
+        await awayFromTicks();
         const stopAt = Date.now();
         const code = await s.cluster.stop(node);
         c.add(`${id} exits 0 on SIGTERM within the grace (1 s) plus 3 s`, code === 0 && Date.now() - stopAt <= 4_000, `code ${code}, ${Date.now() - stopAt} ms`);
@@ -34,6 +35,7 @@ export const rollingRestart: Scenario = {
       }
       await sleep(ctx.quick ? 1_500 : 3_000);
       const endAt = Date.now();
+      await awayFromTicks();
       const codes = await s.cluster.stopAll();
       c.equal('exit codes of the final stops', codes.filter((x) => x !== 0).length, 0, `codes ${codes.join(',')}`);
       const all = readRunLog(s.runLog);
