@@ -252,7 +252,10 @@ export function clusterRoleOptions(role: RedisRole, commandTimeoutMs: number | u
   const { host: _host, port: _port, db: _db, ...auth } = nodeOptions;
   return {
     enableOfflineQueue,
-    ...(perNode.enableAutoPipelining ? { enableAutoPipelining: true } : {}),
+    // No auto-pipelining on a Cluster: an auto-pipeline mixes the slots of one node, and when a
+    // failover moves them, ioredis follows the MOVED replies of a pipeline only when they all
+    // name the same slot; the claims in it would fail instead of being redirected.
+    enableAutoPipelining: false,
     // The ready check (CLUSTER INFO) cannot pass without an offline queue: its node is still
     // connecting. Fail-fast connections are ready once they know the slots.
     enableReadyCheck: enableOfflineQueue === true,
@@ -269,7 +272,8 @@ export function clusterRoleOptions(role: RedisRole, commandTimeoutMs: number | u
 /**
  * Opens `cluster`'s node connections as soon as the nodes are known. Without this a node is
  * dialled by its first command, and a second command sent while it connects is refused (no
- * offline queue).
+ * offline queue). Replicas are dialled too (ioredis marks their connections READONLY): when
+ * one is promoted, its connection is ready for the job's next claim.
  */
 function dialNodes(cluster: Cluster): Cluster {
   const dial = (node: Redis): void => {
