@@ -6,8 +6,9 @@
  * a count, what the fencing token tells the two runs apart by, and that `min-replicas-to-write`
  * on the servers closes the gap.
  *
- * `SCALEOUT_FAILOVERS=<n>` fails over n times per setup (default 1; `docs/reliability.md`
- * records a run with more).
+ * `SCALEOUT_FAILOVERS=<n>` fails over n times per setup (default 1) and adds the master-kill
+ * measurement; `SCALEOUT_BODY_MS=<ms>` makes each run last that long (default 50).
+ * `docs/reliability.md` records runs with more.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -22,6 +23,8 @@ import { readRuns, waitForRuns, type RunLine } from './helpers/runs.js';
 import { MASTER_NAME, startSentinels, type TestSentinels } from './helpers/sentinel.js';
 
 const ROUNDS = Math.max(1, Math.min(100, Number(process.env['SCALEOUT_FAILOVERS'] ?? 1) || 1));
+/** How long each run of the 1 s jobs lasts, ms (`SCALEOUT_BODY_MS`, default 50). */
+const BODY_MS = Math.max(0, Math.min(900, Number(process.env['SCALEOUT_BODY_MS'] ?? 50) || 0));
 const dir = mkdtempSync(join(tmpdir(), 'leasehold-scaleout-sentinel-'));
 const jobs = writeScaleoutJobs(dir);
 let setup: TestSentinels;
@@ -67,6 +70,7 @@ async function measure(prefix: string, how: Failover, rounds: number): Promise<F
     REDIS_SENTINEL_NAME: MASTER_NAME,
     LEASEHOLD_PREFIX: prefix,
     RUN_LOG: runLog,
+    JOB_BODY_MS: String(BODY_MS),
   });
   const t0 = Date.now();
   let t1 = t0;
@@ -140,7 +144,7 @@ async function measure(prefix: string, how: Failover, rounds: number): Promise<F
 function report(label: string, f: Figures): void {
   const ms = (xs: number[]): string => xs.map((x) => Math.round(x)).sort((a, b) => a - b).join('/');
   process.stderr.write(
-    `# ${label}: ${f.failovers} failover(s), ${f.ticks} ticks; ran twice: ${f.twice} (same fencing token in both runs: ${f.sameToken}); ` +
+    `# ${label}, runs of ${BODY_MS} ms: ${f.failovers} failover(s), ${f.ticks} ticks; ran twice: ${f.twice} (same fencing token in both runs: ${f.sameToken}); ` +
       `tokens given to two ticks: ${f.reusedTokens}; ended runs not counted: ${f.uncounted}; ticks missed: ${f.missed}; ` +
       `new master announced after ${ms(f.announcedMs)} ms; every job ran again after ${ms(f.resumedMs)} ms\n`,
   );

@@ -185,7 +185,8 @@ export async function manualFailover(cluster: TestCluster, masterPort: number, m
 
 /**
  * Writes the jobs module of the scale-out tests into `dir` and returns its path. Installation
- * jobs `tick-a` ... `tick-d` (every second; their keys hash to different slots) append
+ * jobs `tick-a` ... `tick-d` (every second, each run $JOB_BODY_MS long, default 50 ms; their
+ * keys hash to different slots) append
  * `start` / `end` / `abort` lines to $RUN_LOG as `helpers/runs.ts` reads them, with the
  * fencing token; the instance job `manual` runs only when asked, and appends a `manual` line.
  */
@@ -194,6 +195,7 @@ export function writeScaleoutJobs(dir: string): string {
   const source = `import { appendFileSync } from 'node:fs';
 const log = process.env.RUN_LOG;
 const inst = process.env.LEASEHOLD_INSTANCE_ID;
+const bodyMs = Number(process.env.JOB_BODY_MS ?? 50);
 const write = (ev, ctx, extra = {}) =>
   appendFileSync(log, JSON.stringify({ ev, job: ctx.jobId, tick: ctx.scheduledAt.getTime(), inst, token: ctx.fencingToken, t: Date.now(), ...extra }) + '\\n');
 const sleep = (ms, signal) => new Promise((resolve, reject) => {
@@ -204,7 +206,7 @@ const tick = (id) => ({
   id, scope: 'installation', cron: '* * * * * *', lease: '3s',
   async run(ctx) {
     write('start', ctx);
-    try { await sleep(50, ctx.signal); write('end', ctx); } catch (err) { write('abort', ctx, { reason: err?.code ?? String(err) }); throw err; }
+    try { await sleep(bodyMs, ctx.signal); write('end', ctx); } catch (err) { write('abort', ctx, { reason: err?.code ?? String(err) }); throw err; }
   },
 });
 export default [
