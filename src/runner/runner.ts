@@ -449,11 +449,14 @@ export class RunnerCore {
     // The catch-up tick of a fixedRate job at start is no skip when someone ran it.
     const catchUp = mode === 'grid' && tick < slot.anchor - slot.job.initialDelayMs;
     const claim = this.coordinator.claim({ jobId: slot.job.id, tick, leaseMs: eff.leaseMs, mode, countSkip: !catchUp && mode !== 'manual' });
+    // `settled` resolves once the answer is handled (a lease won while stopping is released
+    // and its tick counted), so a stop waits for that before closing the connections.
+    let handled: () => void = () => {};
     const claiming: ActiveRun = {
       runId: `claim-${tick}`,
       startedAt: this.now(),
       abortedReason: undefined,
-      settled: claim.then(() => undefined, () => undefined),
+      settled: new Promise<void>((resolve) => (handled = resolve)),
       abort: () => {},
       reportNow: () => {},
     };
@@ -464,17 +467,20 @@ export class RunnerCore {
     } catch (err) {
       if (slot.running === claiming) slot.running = undefined;
       this.claimFailed(slot, tick, mode === 'manual', err);
+      handled();
       return;
     }
     if (slot.running === claiming) slot.running = undefined;
     if (this.status !== 'running') {
       if (decision.kind === 'claimed') {
         // Stopping: no run begins, and the tick this claim took will not run anywhere now.
-        await decision.lease.release(undefined).catch(() => false);
         if (mode !== 'manual') this.emitter.emit('missed', { jobId: slot.job.id, count: 1, afterTick: decision.previousTick ?? tick, beforeTick: tick });
+        await decision.lease.release(undefined).catch(() => false);
       }
+      handled();
       return;
     }
+    handled();
     const now = this.now();
     switch (decision.kind) {
       case 'claimed':
