@@ -42,9 +42,10 @@ export interface TestSentinels {
    * Makes every data server but the master its replica now (an old master among them), and
    * waits until all are in sync, as every Sentinel sees. The Sentinels turn an old master
    * into a replica too, but only 8 to 18 s after a failover; until then the new master may
-   * have fewer replicas than `min-replicas-to-write` asks for.
+   * have fewer replicas than `min-replicas-to-write` asks for. With `sentinelsToo: false` it
+   * does not wait for the Sentinels to see the replicas (which they need to promote one).
    */
-  settle(ms?: number): Promise<void>;
+  settle(ms?: number, opts?: { sentinelsToo?: boolean }): Promise<void>;
   /**
    * Kills the master (SIGKILL, as a crash) and resolves once the Sentinels announce another,
    * with its port and the time (ms) from the kill to the announcement.
@@ -183,7 +184,7 @@ export async function startSentinels(opts: StartSentinelsOptions = {}): Promise<
         });
         return { port, announcedMs: Date.now() - asked };
       },
-      async settle(ms = 30_000) {
+      async settle(ms = 30_000, { sentinelsToo = true } = {}) {
         const master = await masterPort();
         const others = servers.filter((srv) => srv.port !== master && !down.has(srv.port)).map((srv) => srv.port);
         for (const port of others) {
@@ -197,6 +198,7 @@ export async function startSentinels(opts: StartSentinelsOptions = {}): Promise<
             const info = String(await connect(port).info('replication'));
             if (!(info.includes(`master_port:${master}`) && info.includes('master_link_status:up'))) return undefined;
           }
+          if (!sentinelsToo) return true;
           for (const s of sentinelClients) {
             const replicas = ((await s.call('SENTINEL', 'REPLICAS', MASTER_NAME)) as string[][]).map((r) => {
               const o: Record<string, string> = {};
