@@ -48,8 +48,8 @@ export interface NodeConfig {
 export const CONFIG: readonly ConfigEntry[] = [
   { key: 'jobs', flag: '--jobs', env: undefined, default: '(required)', description: 'Module (`.js`, `.mjs`, `.ts`) whose default export is an array of jobs.' },
   { key: 'redisUrl', flag: '--redis-url', env: 'REDIS_URL', default: '(none)', description: '`redis://` or `rediss://` URL, with user, password and db. Without any Redis setting, installation jobs run on this node alone and nothing is shared.' },
-  { key: 'redisClusterNodes', flag: '--redis-cluster-nodes', env: 'REDIS_CLUSTER_NODES', default: '(none)', description: 'Redis Cluster seed nodes, `host:port,host:port`.' },
-  { key: 'redisSentinels', flag: '--redis-sentinels', env: 'REDIS_SENTINELS', default: '(none)', description: 'Sentinels, `host:port,host:port`; needs `REDIS_SENTINEL_NAME`.' },
+  { key: 'redisClusterNodes', flag: '--redis-cluster-nodes', env: 'REDIS_CLUSTER_NODES', default: '(none)', description: 'Redis Cluster seed nodes, `host:port,host:port`; an entry may be a `redis://` or `rediss://` URL whose user, password and TLS apply to every node.' },
+  { key: 'redisSentinels', flag: '--redis-sentinels', env: 'REDIS_SENTINELS', default: '(none)', description: 'Sentinels, `host:port,host:port`; needs `REDIS_SENTINEL_NAME`. An entry may be a `redis://` or `rediss://` URL whose user, password and TLS apply to the master and replicas (the Sentinels are reached without a password).' },
   { key: 'redisSentinelName', flag: '--redis-sentinel-name', env: 'REDIS_SENTINEL_NAME', default: '(none)', description: 'Name of the master the Sentinels watch.' },
   { key: 'prefix', flag: '--prefix', env: 'LEASEHOLD_PREFIX', default: 'leasehold', description: 'Prefix of every Redis key.' },
   { key: 'port', flag: '--port', env: 'PORT', default: '3000', description: 'HTTP port of the status API; `0` picks a free port (the node logs it).' },
