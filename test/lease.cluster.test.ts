@@ -105,11 +105,15 @@ test('a node whose clock is 2 s fast runs no tick early and none twice, and stil
   const lines = readRuns(c.runLog);
   const skewed = lines.filter((l) => l.inst === 'n0' && l.ev === 'start');
   assert.ok(skewed.length > 0, 'the fast node still runs ticks');
+  const firstStart = Math.min(...lines.filter((l) => l.ev === 'start').map((l) => l.t));
   for (const job of ['cron-1s', 'fast-0ms', 'rate-1s']) {
     assert.deepEqual(duplicateTicks(lines, job), [], `${job}: none twice`);
     for (const l of lines.filter((x) => x.job === job && x.ev === 'start')) {
       assert.ok(l.t >= l.tick - 10, `${job} on ${l.inst}: started ${l.tick - l.t} ms early`);
-      assert.ok(l.t - l.tick < 1_000, `${job} on ${l.inst}: started ${l.t - l.tick} ms late`);
+      // A fixedRate job started without initialDelay first runs the current period's tick if
+      // nobody ran it: that catch-up run, at the cluster's start, may be up to a period late.
+      const catchUp = job === 'rate-1s' && l.tick < firstStart;
+      assert.ok(l.t - l.tick < (catchUp ? 2_000 : 1_000), `${job} on ${l.inst}: started ${l.t - l.tick} ms late`);
     }
   }
   // The skewed node itself saw the skew and scheduled on Redis time.
