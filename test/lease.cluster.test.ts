@@ -110,10 +110,11 @@ test('a node whose clock is 2 s fast runs no tick early and none twice, and stil
     assert.deepEqual(duplicateTicks(lines, job), [], `${job}: none twice`);
     for (const l of lines.filter((x) => x.job === job && x.ev === 'start')) {
       assert.ok(l.t >= l.tick - 10, `${job} on ${l.inst}: started ${l.tick - l.t} ms early`);
-      // A fixedRate job started without initialDelay first runs the current period's tick if
-      // nobody ran it: that catch-up run, at the cluster's start, may be up to a period late.
+      // A tick whose claim found the lease held may run late within the misfire grace (one
+      // interval here), and a fixedRate job started without initialDelay first runs the current
+      // period's tick if nobody ran it: at the cluster's start that run may be a period late.
       const catchUp = job === 'rate-1s' && l.tick < firstStart;
-      assert.ok(l.t - l.tick < (catchUp ? 2_000 : 1_000), `${job} on ${l.inst}: started ${l.t - l.tick} ms late`);
+      assert.ok(l.t - l.tick < (catchUp ? 2_000 : 1_500), `${job} on ${l.inst}: started ${l.t - l.tick} ms late`);
     }
   }
   // The skewed node itself saw the skew and scheduled on Redis time.
