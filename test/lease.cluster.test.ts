@@ -100,11 +100,23 @@ test('a node whose clock is 2 s fast runs no tick early and none twice, and stil
     (i) => (i === 0 ? { LD_PRELOAD: FAKETIME_LIB ?? '', FAKETIME: '+2s', FAKETIME_DONT_FAKE_MONOTONIC: '1', FAKETIME_NO_CACHE: '1' } : undefined),
   );
   await c.ready;
-  await sleep(15_000);
+  await sleep(9_000);
+  // With the others gone the fast node must carry every tick itself, on time: it takes part
+  // (while all three run, which node wins a tick is a race it may keep losing).
+  const othersGoneAt = Date.now();
+  for (const node of c.nodes.slice(1)) node.kill('SIGTERM');
+  await Promise.all(c.nodes.slice(1).map((node) => node.exited));
+  await sleep(5_000);
+  const endAt = Date.now();
   await c.stop();
   const lines = readRuns(c.runLog);
   const skewed = lines.filter((l) => l.inst === 'n0' && l.ev === 'start');
   assert.ok(skewed.length > 0, 'the fast node still runs ticks');
+  for (const job of ['cron-1s', 'fast-0ms', 'rate-1s']) {
+    const ran = new Set(lines.filter((l) => l.job === job && l.ev === 'start').map((l) => l.tick));
+    const alone = secondTicks(othersGoneAt + 1_500, endAt - 1_500);
+    assert.deepEqual(alone.filter((t) => !ran.has(t)).map((t) => new Date(t).toISOString()), [], `${job}: the fast node alone runs every tick`);
+  }
   const firstStart = Math.min(...lines.filter((l) => l.ev === 'start').map((l) => l.t));
   for (const job of ['cron-1s', 'fast-0ms', 'rate-1s']) {
     assert.deepEqual(duplicateTicks(lines, job), [], `${job}: none twice`);
