@@ -11,19 +11,10 @@ import { fileURLToPath } from 'node:url';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
 import { CONFIG } from '../src/cli/config.js';
 import { parseDuration } from '../src/schedule/duration.js';
+import { isObj, obj, type Obj, list } from './helpers/infra.js';
 
 const DIR = fileURLToPath(new URL('../infra/k8s/', import.meta.url));
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-function obj(v: unknown, what: string): Obj {
-  assert.ok(isObj(v), `${what} is a mapping`);
-  return v;
-}
-function list(v: unknown, what: string): Obj[] {
-  assert.ok(Array.isArray(v) && v.every(isObj), `${what} is a list of mappings`);
-  return v as Obj[];
-}
 
 interface Manifest {
   readonly file: string;

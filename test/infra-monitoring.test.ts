@@ -6,27 +6,13 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
 import { describe, it, type TestContext } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { parse as parseYaml } from 'yaml';
 import { RunOutcomes, SkipReasons } from '../src/runner/events.js';
+import { ROOT, read, exists, isObj, obj, list } from './helpers/infra.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const read = (path: string): string => readFileSync(`${ROOT}/${path}`, 'utf8');
-const exists = (path: string): boolean => existsSync(`${ROOT}/${path}`);
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-function obj(v: unknown, what: string): Obj {
-  assert.ok(isObj(v), `${what} is a mapping`);
-  return v;
-}
-function list(v: unknown, what: string): Obj[] {
-  assert.ok(Array.isArray(v) && v.every(isObj), `${what} is a list of mappings`);
-  return v as Obj[];
-}
 
 // ---- the metrics that exist ------------------------------------------------------------
 

@@ -5,25 +5,15 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, it, type TestContext } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { CONFIG } from '../src/cli/config.js';
 import { parseDuration } from '../src/schedule/duration.js';
+import { ROOT, read, exists, isObj, obj, type Obj } from './helpers/infra.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const read = (path: string): string => readFileSync(`${ROOT}/${path}`, 'utf8');
-const exists = (path: string): boolean => existsSync(`${ROOT}/${path}`);
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-function obj(v: unknown, what: string): Obj {
-  assert.ok(isObj(v), `${what} is a mapping`);
-  return v;
-}
 
 /** Milliseconds of a Go duration as Docker writes them: `30s`, `1m30s`, `500ms`. */
 function goDurationMs(text: string): number {
