@@ -63,3 +63,8 @@ export class LeaseholdError extends Error {
 export function isLeaseholdError(err: unknown, code?: ErrorCode): err is LeaseholdError {
   return err instanceof LeaseholdError && (code === undefined || err.code === code);
 }
+
+/** The message of a thrown value, whatever was thrown (for logs and outcomes). */
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -2,7 +2,7 @@
  * The `leasehold` command: `next`, `check`, `start`, `status`.
  * @module
  */
-import { isLeaseholdError } from '../errors.js';
+import { isLeaseholdError, errorMessage } from '../errors.js';
 import { runNext } from './next.js';
 import { runCheck } from './check.js';
 import { runStart } from './start.js';
@@ -54,7 +54,7 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(result.stderr);
     return result.code;
   } catch (err) {
-    const msg = isLeaseholdError(err) || err instanceof Error ? err.message : String(err);
+    const msg = isLeaseholdError(err) || errorMessage(err);
     process.stderr.write(`leasehold: ${msg}\n`);
     return isLeaseholdError(err) && (err.code === 'INVALID_CONFIG' || err.code === 'INVALID_CRON' || err.code === 'INVALID_ZONE') ? 2 : 1;
   }

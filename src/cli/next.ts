@@ -7,7 +7,7 @@
 import { parseArgs } from 'node:util';
 import { parseCron } from '../cron/index.js';
 import { type ResolvedZone, formatInZone, resolveZone, utcMs, zonedToInstant } from '../cron/zone.js';
-import { isLeaseholdError } from '../errors.js';
+import { isLeaseholdError, errorMessage } from '../errors.js';
 
 /** What the command prints and its exit status. */
 export interface CommandResult {
@@ -80,7 +80,7 @@ export function runNext(argv: string[], clock: { now(): number } = { now: () => 
         options: { zone: { type: 'string' }, from: { type: 'string' }, count: { type: 'string', short: 'n' } },
       }));
     } catch (err) {
-      usageError(`${err instanceof Error ? err.message : String(err)}; ${USAGE}`);
+      usageError(`${errorMessage(err)}; ${USAGE}`);
     }
     if (positionals.length === 0) usageError(`missing cron expression; ${USAGE}`);
     if (positionals.length > 1) usageError(`expected one cron expression, got ${positionals.length} arguments (quote the expression); ${USAGE}`);

@@ -32,18 +32,22 @@ function freePort(): Promise<number> {
   });
 }
 
-/** Whether a Redis answers PING on the loopback port. */
+/** Whether a Redis answers PING with PONG on the loopback port (within half a second). */
 export function ping(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const sock = connect({ port, host: '127.0.0.1' });
+    let reply = '';
     const done = (ok: boolean): void => {
       sock.destroy();
       resolve(ok);
     };
     sock.setTimeout(500, () => done(false));
-    sock.on('error', () => done(false));
-    sock.on('connect', () => sock.write('PING\r\n'));
-    sock.on('data', (d) => done(d.toString().startsWith('+PONG')));
+    sock.once('error', () => done(false));
+    sock.once('connect', () => sock.write('PING\r\n'));
+    sock.on('data', (d: Buffer) => {
+      reply += d.toString();
+      if (reply.includes('\r\n')) done(reply.startsWith('+PONG'));
+    });
   });
 }
 

@@ -3,7 +3,7 @@
  * @module
  */
 import { parseArgs } from 'node:util';
-import { LeaseholdError } from '../errors.js';
+import { LeaseholdError, errorMessage } from '../errors.js';
 import { createLogger } from '../log/logger.js';
 import { normalizeJobs, type JobDefinition } from '../schedule/job.js';
 import { createRunner } from '../runner/create.js';
@@ -57,7 +57,7 @@ export async function runStart(args: string[]): Promise<number> {
     // Without its HTTP server the node is not operable: stop what started and say why.
     await runner.stop();
     await privateRedis?.stop();
-    const why = err instanceof Error ? err.message : String(err);
+    const why = errorMessage(err);
     throw new LeaseholdError('INVALID_CONFIG', `cannot serve HTTP on ${config.host}:${config.port}: ${why}`);
   }
   logger.info({ url: `http://localhost:${http.port}/manage/jobs` }, 'status: http://localhost:%d/manage/jobs', http.port);

@@ -9,6 +9,7 @@ import { keys as keyNames, type Keys } from '../redis/keys.js';
 import { readCluster } from '../status/read.js';
 import type { ClusterStatus, JobStatus } from '../status/model.js';
 import type { CommandResult } from './main.js';
+import { errorMessage } from '../errors.js';
 
 const USAGE =
   'usage: leasehold status [--json] [--redis-url URL | --redis-cluster-nodes H:P,... | --redis-sentinels H:P,... --redis-sentinel-name N] [--prefix P]\n' +
@@ -120,7 +121,7 @@ export async function runStatus(args: string[], env: NodeJS.ProcessEnv = process
     const status = await readCluster(redis, keys);
     return { code: 0, stdout: values.json ? `${JSON.stringify(status)}\n` : renderStatus(status), stderr: '' };
   } catch (err) {
-    const why = lastError ?? (err instanceof Error ? err.message : String(err));
+    const why = lastError ?? (errorMessage(err));
     return { code: 1, stdout: '', stderr: `leasehold status: Redis at ${describeTarget(target)} is unreachable: ${why}\n` };
   } finally {
     redis.disconnect();

@@ -3,7 +3,7 @@
  * @module
  */
 import { Cron } from 'croner';
-import { ErrorCodes, LeaseholdError } from '../errors.js';
+import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
 import { compile } from './compile.js';
 import { FIELD_NAMES, fieldError, parseFields, quote } from './fields.js';
 import { type CronSchedule, createSchedule, cronerOptions } from './schedule.js';
@@ -49,7 +49,7 @@ function isSix(parts: string[]): parts is SixParts {
  * building each field alone, the others `*`, so the message still names it.
  */
 function cronerError(expression: string, userParts: SixParts, cronerParts: readonly string[], zone: ResolvedZone, err: unknown): LeaseholdError {
-  const reason = err instanceof Error ? err.message : String(err);
+  const reason = errorMessage(err);
   for (let i = 0; i < 6; i++) {
     const alone = cronerParts.map((p, j) => (j === i ? p : j === 0 ? '0' : '*')).join(' ');
     try {

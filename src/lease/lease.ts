@@ -6,7 +6,7 @@
  * @module
  */
 import type { RedisClient } from '../redis/connection.js';
-import { ErrorCodes, LeaseholdError, isLeaseholdError } from '../errors.js';
+import { ErrorCodes, LeaseholdError, isLeaseholdError, errorMessage } from '../errors.js';
 import { claimScript, extendScript, releaseScript, type ClaimMode } from '../redis/commands.js';
 import type { Keys } from '../redis/keys.js';
 
@@ -86,7 +86,7 @@ export interface LeaseStoreOptions {
 
 function redisError(action: string, err: unknown): unknown {
   if (isLeaseholdError(err)) return err;
-  const message = err instanceof Error ? err.message : String(err);
+  const message = errorMessage(err);
   return new LeaseholdError(ErrorCodes.REDIS_ERROR, `${action} failed: ${message}`, { cause: err });
 }
 

@@ -5,11 +5,10 @@
  * out, or this process was too busy to extend in time.
  * @module
  */
-import { ErrorCodes, LeaseholdError } from '../errors.js';
+import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
 import type { Lease } from './lease.js';
+import { MAX_TIMER_MS } from '../runner/clock.js';
 
-/** Longest single timer the watcher sets, ms; it re-reads the clock on wake. */
-export const MAX_TIMER_MS = 30_000;
 
 /** Options for {@link watchLease}. */
 export interface WatchLeaseOptions {
@@ -96,7 +95,7 @@ export function watchLease(lease: Lease, options: WatchLeaseOptions): LeaseWatch
     try {
       extended = await lease.extend(leaseMs, deadline);
     } catch (err) {
-      lose(`extending the lease failed: ${err instanceof Error ? err.message : String(err)}`, err);
+      lose(`extending the lease failed: ${errorMessage(err)}`, err);
       return;
     }
     if (stopped || lost) return;

@@ -6,11 +6,10 @@
  */
 import { ErrorCodes, LeaseholdError } from '../errors.js';
 import type { RedisClient } from './connection.js';
+import type { Clock as RunnerClock } from '../runner/clock.js';
 
-/** A source of the present moment in epoch ms. */
-export interface Clock {
-  now(): number;
-}
+/** A source of the present moment in epoch ms (the runner's clock will do). */
+export type Clock = Pick<RunnerClock, 'now'>;
 
 /** The result of {@link measureOffset}. */
 export interface ClockOffset {

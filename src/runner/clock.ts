@@ -3,6 +3,10 @@
  * @module
  */
 
+/** No single timer waits longer than this; the clock is read again on wake, so sleep, suspend
+ * and clock jumps cannot stall a timetable. */
+export const MAX_TIMER_MS = 30_000;
+
 /** An opaque timer handle. */
 export type TimerHandle = unknown;
 

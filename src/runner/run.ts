@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { LeaseholdError, type AbortReasonCode } from '../errors.js';
+import { LeaseholdError, type AbortReasonCode, errorMessage } from '../errors.js';
 import type { NormalizedJob, JobContext } from '../schedule/job.js';
 import { formatDuration } from '../schedule/duration.js';
 import type { HeldLease } from './coordinator.js';
@@ -130,7 +130,7 @@ export function executeRun(p: RunParams): ActiveRun {
       (err: unknown) => {
         checkLease();
         if (abortedReason) report(OUTCOME_OF[abortedReason], abortError?.message, err);
-        else report('failed', err instanceof Error ? err.message : String(err), err);
+        else report('failed', errorMessage(err), err);
       },
     )
     .then(async () => {

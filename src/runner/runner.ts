@@ -4,17 +4,15 @@
  * @module
  */
 import type { Logger } from 'pino';
-import { LeaseholdError } from '../errors.js';
+import { LeaseholdError, errorMessage } from '../errors.js';
 import { normalizeJob, type NormalizedJob } from '../schedule/job.js';
 import { resolveSchedule, type EffectiveSchedule, type JobOverrides, type Trigger } from '../schedule/trigger.js';
-import { completeClock, type Clock, type TimerHandle } from './clock.js';
+import { completeClock, MAX_TIMER_MS, type Clock, type TimerHandle } from './clock.js';
 import { localCoordinator, type ClaimMode, type Coordinator, type HeldLease } from './coordinator.js';
 import { Emitter, type JobState, type Listener, type RunnerEvents, type SkipReason } from './events.js';
 import { MinHeap } from './heap.js';
 import { executeRun, type ActiveRun } from './run.js';
 
-/** One wait of the timer is capped at this, so clock jumps and suspends cannot stall it. */
-export const MAX_TIMER_MS = 30_000;
 /** Missed cron ticks are counted one by one up to this many; a longer gap is estimated. */
 export const MISSED_WALK_LIMIT = 1_000;
 /** An invalid schedule is checked again this often. */
@@ -278,7 +276,7 @@ export class RunnerCore {
       slot.invalidCause = undefined;
       for (const w of slot.effective.warnings) this.warnOnce(slot, `settings: ${w}`);
     } catch (err) {
-      slot.invalidCause = err instanceof Error ? err.message : String(err);
+      slot.invalidCause = errorMessage(err);
     }
     const state: JobState = slot.invalidCause ? 'invalidSchedule' : slot.paused ? 'paused' : 'ok';
     const causeChanged = state === 'invalidSchedule' && slot.invalidCause !== prevCause;
@@ -527,7 +525,7 @@ export class RunnerCore {
       fencingToken: undefined,
       manual,
     };
-    const message = err instanceof Error ? err.message : String(err);
+    const message = errorMessage(err);
     this.emitter.emit('runEnded', { ...base, outcome: 'failed', endedAt: now, durationMs: 0, error: `claiming the lease failed: ${message}`, cause: err });
     if (slot.effective?.trigger.kind === 'fixedDelay') this.scheduleTick(slot, now + slot.effective.trigger.intervalMs);
   }

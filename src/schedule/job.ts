@@ -3,7 +3,7 @@
  * @module
  */
 import type { Logger } from 'pino';
-import { LeaseholdError } from '../errors.js';
+import { LeaseholdError, errorMessage } from '../errors.js';
 import { validateZone } from '../cron/index.js';
 import { parseCron } from '../cron/index.js';
 import { describe, parseDuration, type Duration } from './duration.js';
@@ -145,7 +145,7 @@ function checked<T>(jobName: string, field: string, check: () => T): T {
   try {
     return check();
   } catch (err) {
-    const msg = err instanceof Error ? err.message : String(err);
+    const msg = errorMessage(err);
     return fail(jobName, field, msg, err);
   }
 }
@@ -169,7 +169,7 @@ export function normalizeJob(input: unknown): NormalizedJob {
     if (err instanceof LeaseholdError) throw err;
     let why: string;
     try {
-      why = err instanceof Error ? err.message : String(err);
+      why = errorMessage(err);
     } catch {
       why = 'an unprintable value';
     }

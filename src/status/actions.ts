@@ -7,7 +7,7 @@
  */
 import type { RedisClient } from '../redis/connection.js';
 import type { Registry as PromRegistry } from 'prom-client';
-import { ErrorCodes, LeaseholdError } from '../errors.js';
+import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
 import type { RunnerCore } from '../runner/runner.js';
 import type { Keys } from '../redis/keys.js';
 import type { ActionResult, HealthReason, HealthReport, ManageApi } from '../http/plugin.js';
@@ -45,7 +45,7 @@ async function redisCall<T>(p: Promise<T>): Promise<T> {
   try {
     return await p;
   } catch (err) {
-    throw new LeaseholdError(ErrorCodes.REDIS_ERROR, `Redis failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw new LeaseholdError(ErrorCodes.REDIS_ERROR, `Redis failed: ${errorMessage(err)}`, { cause: err });
   }
 }
 
@@ -89,7 +89,7 @@ export function createManageApi(d: ManageApiDeps): ManageApi {
         await withTimeout(redis.ping(), HEALTH_PING_TIMEOUT_MS, 'PING');
         return { status: 'ok', reasons: [] };
       } catch (err) {
-        return { status: 'unavailable', reasons: [{ check: 'redis', message: `Redis is unreachable: ${err instanceof Error ? err.message : String(err)}` }] };
+        return { status: 'unavailable', reasons: [{ check: 'redis', message: `Redis is unreachable: ${errorMessage(err)}` }] };
       }
     },
 
@@ -104,7 +104,7 @@ export function createManageApi(d: ManageApiDeps): ManageApi {
           }
         }
       } catch (err) {
-        reasons.push({ check: 'redis', message: `Redis is unreachable: ${err instanceof Error ? err.message : String(err)}` });
+        reasons.push({ check: 'redis', message: `Redis is unreachable: ${errorMessage(err)}` });
         // This node's own view still tells which of its jobs have a bad schedule.
         for (const v of core.jobs()) {
           if (v.state === 'invalidSchedule') reasons.push({ check: 'job', jobId: v.job.id, state: v.state, reasons: [`invalid schedule: ${v.invalidCause ?? ''}`] });

@@ -12,7 +12,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { RedisClient } from '../redis/connection.js';
 import type { Logger } from 'pino';
 import type { Registry as PromRegistry } from 'prom-client';
-import { ErrorCodes, LeaseholdError } from '../errors.js';
+import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
 import { closeRedis, createRedis, whenReady, type RedisTarget } from '../redis/connection.js';
 import { keys as keyNames } from '../redis/keys.js';
 import type { RunnerCore, SettingsSource } from '../runner/runner.js';
@@ -80,10 +80,6 @@ function packageVersion(): string {
   }
 }
 
-function message(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
 /** Creates the status layer of a runner. */
 export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
   const { core, logger } = opts;
@@ -139,7 +135,7 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
     settings,
     metrics: metrics.registry,
     failingStreak,
-    onReadError: (err) => logger.debug({ error: message(err) }, 'refreshing the status from Redis failed'),
+    onReadError: (err) => logger.debug({ error: errorMessage(err) }, 'refreshing the status from Redis failed'),
   });
   let started = false;
 
@@ -158,7 +154,7 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
         await whenReady(redis, START_WAIT_MS);
       } catch (err) {
         reachable = false;
-        logger.warn({ error: message(err) }, 'Redis is not reachable for the status yet; counting in memory and retrying');
+        logger.warn({ error: errorMessage(err) }, 'Redis is not reachable for the status yet; counting in memory and retrying');
       }
       const subscribed = subscribeControl(sub, keys.control, logger, (m) => {
         if (m.type === 'settings') void settings.load();
@@ -167,7 +163,7 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
           core.runNow(m.jobId);
         }
       });
-      subscribed.catch((err: unknown) => logger.debug({ error: message(err) }, 'subscribing to the control channel failed'));
+      subscribed.catch((err: unknown) => logger.debug({ error: errorMessage(err) }, 'subscribing to the control channel failed'));
       await settings.load();
       settings.start();
       writer.start();

@@ -12,6 +12,7 @@ import type { Keys } from '../redis/keys.js';
 import { pipelined } from '../redis/pipeline.js';
 import { iso } from './batch.js';
 import { PRUNE_EVERY_MS, pruneInstanceRows } from './prune.js';
+import { errorMessage } from '../errors.js';
 
 /** The heartbeat is refreshed this often, in ms. */
 export const HEARTBEAT_MS = 5_000;
@@ -73,7 +74,7 @@ export class Registry {
       if (removed > 0) this.opts.logger.debug({ removed }, 'forgot the per-instance rows of instances gone for long');
       return removed;
     } catch (err) {
-      this.opts.logger.debug({ error: err instanceof Error ? err.message : String(err) }, 'pruning per-instance rows failed; trying again later');
+      this.opts.logger.debug({ error: errorMessage(err) }, 'pruning per-instance rows failed; trying again later');
       return 0;
     }
   }
@@ -118,7 +119,7 @@ export class Registry {
       if (this.failing) this.opts.logger.debug('heartbeat written again');
       this.failing = false;
     } catch (err) {
-      if (!this.failing) this.opts.logger.debug({ error: err instanceof Error ? err.message : String(err) }, 'heartbeat not written; retrying');
+      if (!this.failing) this.opts.logger.debug({ error: errorMessage(err) }, 'heartbeat not written; retrying');
       this.failing = true;
     }
   }
@@ -134,7 +135,7 @@ export class Registry {
     try {
       await Promise.all([redis.del(keys.instance(instanceId)), redis.zrem(keys.instances, instanceId)]);
     } catch (err) {
-      this.opts.logger.debug({ error: err instanceof Error ? err.message : String(err) }, 'removing the heartbeat failed; it expires on its own');
+      this.opts.logger.debug({ error: errorMessage(err) }, 'removing the heartbeat failed; it expires on its own');
     }
   }
 }

@@ -11,6 +11,7 @@ import type { RedisClient } from '../redis/connection.js';
 import type { Logger } from 'pino';
 import type { SettingsSource } from '../runner/runner.js';
 import type { JobOverrides } from '../schedule/trigger.js';
+import { errorMessage } from '../errors.js';
 
 /** The settings hash is read this often, in ms. */
 export const SETTINGS_POLL_MS = 500;
@@ -105,7 +106,7 @@ export class RedisSettings implements SettingsSource {
       hash = await this.opts.redis.hgetall(this.opts.key);
     } catch (err) {
       if (!this.failing) {
-        this.opts.logger.debug({ error: err instanceof Error ? err.message : String(err) }, 'reading the settings hash failed; keeping the last known settings');
+        this.opts.logger.debug({ error: errorMessage(err) }, 'reading the settings hash failed; keeping the last known settings');
       }
       this.failing = true;
       return false;

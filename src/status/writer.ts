@@ -14,6 +14,7 @@ import type { Keys } from '../redis/keys.js';
 import { recordScript, type RecordBatch } from '../redis/status-commands.js';
 import { JobBatch, iso } from './batch.js';
 import { describeJob } from './describe.js';
+import { errorMessage } from '../errors.js';
 
 /** Pause between two writes of a job's batch, in ms. */
 export const FLUSH_MS = 300;
@@ -274,7 +275,7 @@ export class StatsWriter {
   private failed(err: unknown): void {
     this.counts.failures++;
     if (this.failures === 0) {
-      const message = err instanceof Error ? err.message : String(err);
+      const message = errorMessage(err);
       this.opts.logger.warn({ error: message, jobs: this.backlog }, 'stats cannot be written to Redis (%s); keeping them in memory and retrying', message);
     }
     this.failures++;

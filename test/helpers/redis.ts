@@ -7,11 +7,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createConnection, createServer } from 'node:net';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
+import { ping } from '../../src/cli/private-redis.js';
 
 /** Options for {@link startRedis}. */
 export interface StartRedisOptions {
@@ -76,24 +77,6 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Resolves true when the server at `port` answers PING with PONG. */
-function pingOnce(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = createConnection({ host: '127.0.0.1', port });
-    let reply = '';
-    const done = (ok: boolean): void => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(500, () => done(false));
-    socket.once('error', () => done(false));
-    socket.once('connect', () => socket.write('PING\r\n'));
-    socket.on('data', (chunk) => {
-      reply += chunk.toString('utf8');
-      if (reply.includes('\r\n')) done(reply.startsWith('+PONG'));
-    });
-  });
-}
 
 // With setpriv the server is killed by the kernel should this process die
 // without running its exit hook (SIGKILL, a crash of the test runner).
@@ -125,7 +108,7 @@ async function waitUntilServing(child: ChildProcess, port: number, stderr: () =>
     if (child.exitCode !== null || child.signalCode !== null) {
       throw new Error(`redis-server on port ${port} exited (${child.exitCode ?? child.signalCode}): ${stderr()}`);
     }
-    if (await pingOnce(port)) return;
+    if (await ping(port)) return;
     await sleep(20);
   }
   throw new Error(`redis-server on port ${port} did not answer PING within 10s: ${stderr()}`);
