@@ -115,8 +115,9 @@ export function resolveSchedule(
     const declared = job.schedule.kind === kind ? job.schedule.value : undefined;
     const raw = overrides[kind] || (declared === undefined ? '' : readSetting(declared, env));
     const ms = parseDuration(raw, `${kind} of job "${job.id}"`);
-    trigger = kind === 'fixedRate' ? fixedRateTrigger(ms, anchorMs) : fixedDelayTrigger(ms);
-    if (previous?.key === trigger.key) trigger = previous;
+    // Resolved at every fire: reuse the previous trigger unless the schedule changed.
+    const key = kind === 'fixedRate' ? `fixedRate ${ms} ${anchorMs}` : `fixedDelay ${ms}`;
+    trigger = previous?.key === key ? previous : kind === 'fixedRate' ? fixedRateTrigger(ms, anchorMs) : fixedDelayTrigger(ms);
   }
 
   const warnings: string[] = [];
