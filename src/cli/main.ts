@@ -54,7 +54,7 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(result.stderr);
     return result.code;
   } catch (err) {
-    const msg = isLeaseholdError(err) || errorMessage(err);
+    const msg = errorMessage(err);
     process.stderr.write(`leasehold: ${msg}\n`);
     return isLeaseholdError(err) && (err.code === 'INVALID_CONFIG' || err.code === 'INVALID_CRON' || err.code === 'INVALID_ZONE') ? 2 : 1;
   }
