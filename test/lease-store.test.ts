@@ -220,6 +220,77 @@ describe('redis lease store', () => {
     },
   }));
 
+  describe('claims and releases made together', () => {
+    /** EVALSHA and EVAL calls Redis has executed so far (its command stats). */
+    const scriptCalls = async (): Promise<number> => {
+      const info = await raw.info('commandstats');
+      let calls = 0;
+      for (const m of info.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)) calls += Number(m[1]);
+      return calls;
+    };
+
+    it('sends the claims of 30 jobs due at once as one script call, each decided on its own', async () => {
+      const k = keys(`lh-batch-${randomUUID()}`);
+      const store = createLeaseStore(lease, k);
+      const other = createLeaseStore(lease, k);
+      const [s] = await raw.time();
+      const tick = Number(s) * 1000 - 1000;
+      // Job 0 was claimed by another node already; job 1's lease is held by an earlier run.
+      claimed(await other.claim({ jobId: 'job-0', tick, leaseMs: 5000, holder: 'b', mode: 'grid' }));
+      claimed(await other.claim({ jobId: 'job-1', tick: tick - 1000, leaseMs: 5000, holder: 'b', mode: 'grid' }));
+      const before = await scriptCalls();
+      const results = await Promise.all(Array.from({ length: 30 }, (_, i) =>
+        store.claim({ jobId: `job-${i}`, tick, leaseMs: 5000, holder: 'a', mode: 'grid', countSkip: true })));
+      assert.equal(await scriptCalls() - before, 1, 'one call for the 30 claims');
+      assert.deepEqual(results.slice(0, 2).map((r) => r.kind), ['done', 'held']);
+      for (const r of results.slice(2)) assert.equal(claimed(r).token, 1);
+      assert.equal(await raw.hget(k.stats('job-0'), 'skippedClaimed'), '1');
+
+      const leases = results.slice(2).map((r) => claimed(r).lease);
+      const released = await Promise.all(leases.map((l) => l.release()));
+      assert.deepEqual(released, leases.map(() => true));
+      assert.equal(await scriptCalls() - before, 2, 'one call for the 28 releases');
+      assert.equal(await raw.exists(...leases.map((l) => k.lease(l.jobId))), 0);
+    });
+
+    it('answers one job\'s bad arguments with its own error and claims the others', async () => {
+      const k = keys(`lh-batch-bad-${randomUUID()}`);
+      const store = createLeaseStore(lease, k);
+      const [s] = await raw.time();
+      const tick = Number(s) * 1000 - 1000;
+      const [bad, good] = await Promise.allSettled([
+        store.claim({ jobId: 'bad', tick: tick + 0.5, leaseMs: 5000, holder: 'a', mode: 'grid' }),
+        store.claim({ jobId: 'good', tick, leaseMs: 5000, holder: 'a', mode: 'grid' }),
+      ]);
+      assert.equal(bad.status, 'rejected');
+      assert.ok(bad.status === 'rejected' && isLeaseholdError(bad.reason, 'INVALID_CONFIG') && /tick/.test(bad.reason.message));
+      assert.equal(good.status === 'fulfilled' && good.value.kind, 'claimed');
+      assert.equal(await raw.exists(k.lease('bad')), 0);
+    });
+
+    it('sends at most 100 jobs per call', async () => {
+      const k = keys(`lh-batch-many-${randomUUID()}`);
+      const store = createLeaseStore(lease, k);
+      const [s] = await raw.time();
+      const tick = Number(s) * 1000 - 1000;
+      const before = await scriptCalls();
+      const results = await Promise.all(Array.from({ length: 250 }, (_, i) =>
+        store.claim({ jobId: `j${i}`, tick, leaseMs: 5000, holder: 'a', mode: 'grid' })));
+      assert.equal(results.filter((r) => r.kind === 'claimed').length, 250);
+      assert.equal(await scriptCalls() - before, 3);
+    });
+
+    it('sends one call per claim when batching is off (as on a Redis Cluster)', async () => {
+      const k = keys(`lh-batch-off-${randomUUID()}`);
+      const store = createLeaseStore(lease, k, { batch: false });
+      const [s] = await raw.time();
+      const tick = Number(s) * 1000 - 1000;
+      const before = await scriptCalls();
+      await Promise.all(Array.from({ length: 5 }, (_, i) => store.claim({ jobId: `j${i}`, tick, leaseMs: 5000, holder: 'a', mode: 'grid' })));
+      assert.equal(await scriptCalls() - before, 5);
+    });
+  });
+
   describe('when Redis fails', () => {
     it('throws REDIS_ERROR from claim, so a broken Redis is never "someone else\'s turn"', async () => {
       const k = keys(`lh-fail-${randomUUID()}`);

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { RunnerCore } from '../src/runner/runner.js';
 import type { ClaimDecision, ClaimRequest, Coordinator, HeldLease } from '../src/runner/coordinator.js';
-import { LeaseholdError } from '../src/index.js';
+import { LeaseholdError, type JobContext } from '../src/index.js';
 import { ManualClock } from './helpers/clock.js';
 import { memoryLogger } from './helpers/log.js';
 
@@ -143,4 +143,59 @@ test('stop() during a claim in flight waits for it, releases a lease it won and 
   await stopped;
   assert.deepEqual(events, ['missed 1'], 'the claimed tick runs nowhere: it is counted missed');
   assert.equal(released, 1);
+});
+
+test('with a claim lead the claim goes out ahead of the tick and the run starts on the tick, never before', async () => {
+  const clock = new ManualClock(T0 + 500);
+  const sentAt: number[] = [];
+  const c: Coordinator = {
+    claimLeadMs: 10,
+    async claim(r) {
+      sentAt.push(clock.now() - r.tick);
+      return { kind: 'claimed', lease: lease(1, () => {}), previousTick: null };
+    },
+    offsetMs: () => 0,
+    close: async () => {},
+  };
+  const { logger } = memoryLogger();
+  const core = new RunnerCore({ instanceId: 'me', logger, shutdownGraceMs: 0, clock, coordinator: c });
+  const started: number[] = [];
+  core.add({ id: 'j', scope: 'installation', cron: '* * * * * *', run: () => void started.push(clock.now()) });
+  core.start();
+  await clock.advance(495);
+  assert.deepEqual(sentAt, [-10], 'the claim left 10 ms before the tick');
+  assert.deepEqual(started, [], 'no run before its tick');
+  await clock.advance(5);
+  assert.deepEqual(started, [T0 + 1_000]);
+  await clock.advance(1_000);
+  assert.deepEqual(sentAt, [-10, -10]);
+  assert.deepEqual(started, [T0 + 1_000, T0 + 2_000]);
+  await core.stop();
+});
+
+test('with a claim lead, a run still going at the early fire is judged on the tick: ending just before it is no overrun', async () => {
+  const clock = new ManualClock(T0 + 500);
+  const c: Coordinator = {
+    claimLeadMs: 10,
+    claim: async () => ({ kind: 'claimed', lease: lease(1, () => {}), previousTick: null }),
+    offsetMs: () => 0,
+    close: async () => {},
+  };
+  const { logger } = memoryLogger();
+  const core = new RunnerCore({ instanceId: 'me', logger, shutdownGraceMs: 0, clock, coordinator: c });
+  const events: string[] = [];
+  core.on('runStarted', (e) => events.push(`start ${e.scheduledAt - T0}`));
+  core.on('skipped', (e) => events.push(`skip ${e.scheduledAt - T0} ${e.reason}`));
+  // Each run lasts until 5 ms before the next tick: inside the claim lead.
+  core.add({
+    id: 'j', scope: 'installation', cron: '* * * * * *',
+    run: (ctx: JobContext) => new Promise<void>((r) => {
+      clock.setTimer(r, 995);
+      ctx.signal.addEventListener('abort', () => r());
+    }),
+  });
+  core.start();
+  await clock.advance(2_600);
+  assert.deepEqual(events, ['start 1000', 'start 2000', 'start 3000']);
+  await core.stop();
 });

@@ -5,10 +5,12 @@
  * ours is never extended, deleted or overwritten.
  * @module
  */
+import DataLoader from 'dataloader';
 import type { RedisClient } from '../redis/connection.js';
 import { ErrorCodes, LeaseholdError, isLeaseholdError, errorMessage } from '../errors.js';
-import { claimScript, extendScript, releaseScript, type ClaimMode } from '../redis/commands.js';
+import { claimManyScript, extendScript, releaseManyScript, type ClaimMode, type ClaimReply, type ClaimScriptArgs, type ReleaseScriptArgs } from '../redis/commands.js';
 import type { Keys } from '../redis/keys.js';
+import { isCluster } from '../redis/pipeline.js';
 
 export type { ClaimMode } from '../redis/commands.js';
 
@@ -76,12 +78,60 @@ export interface ClaimRequest {
 export interface LeaseStore {
   /** Claim `jobId`'s lease for `tick`. Throws `REDIS_ERROR` when Redis fails, so a broken Redis never looks like someone else's turn. */
   claim(request: ClaimRequest): Promise<ClaimResult>;
+  /** Sends the claims made so far in this turn of the event loop now (they go out at its end anyway). */
+  flush(): void;
 }
 
 /** Options for {@link createLeaseStore}. */
 export interface LeaseStoreOptions {
   /** Monotonic ms clock for extension deadlines; default `performance.now()`. */
   monotonicNow?: () => number;
+  /**
+   * Send the claims (and the releases) made in one turn of the event loop as one script call:
+   * the claims of jobs due at the same instant travel together. Default: on, except on a
+   * Redis Cluster, where each job's keys live in their own slot.
+   */
+  batch?: boolean;
+}
+
+/** At most this many jobs share one claim or release call, so Redis is never busy long with one. */
+export const MAX_BATCH = 100;
+
+/** Calls `run` for one item; see {@link batcher}. */
+type Batcher<K, V> = {
+  (item: K): Promise<V>;
+  /** Sends what is waiting now rather than when the turn's I/O is done. */
+  flush(): void;
+};
+
+/**
+ * Calls `run` with one item, or with every item asked for in the same turn of the event loop
+ * (at most {@link MAX_BATCH} per call), sent when the turn's I/O is done or at `flush()`.
+ * Each caller gets its own reply or error.
+ */
+function batcher<K, V>(run: (items: readonly K[]) => Promise<Array<V | Error>>, batched: boolean): Batcher<K, V> {
+  if (!batched) {
+    const one = async (item: K): Promise<V> => {
+      const [reply] = await run([item]);
+      if (reply instanceof Error) throw reply;
+      return reply as V;
+    };
+    return Object.assign(one, { flush: () => {} });
+  }
+  let waiting: Array<() => void> = [];
+  const flush = (): void => {
+    const sends = waiting;
+    waiting = [];
+    for (const send of sends) send();
+  };
+  const loader = new DataLoader<K, V>(run, {
+    cache: false,
+    maxBatchSize: MAX_BATCH,
+    batchScheduleFn: (send) => {
+      if (waiting.push(send) === 1) setImmediate(flush);
+    },
+  });
+  return Object.assign((item: K) => loader.load(item), { flush });
 }
 
 function redisError(action: string, err: unknown): unknown {
@@ -99,6 +149,9 @@ export function holderOf(value: string): string {
 /** A lease store on `redis` (a `lease` connection) with key names from `keys`. */
 export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseStoreOptions = {}): LeaseStore {
   const monotonicNow = options.monotonicNow ?? (() => performance.now());
+  const batched = options.batch ?? !isCluster(redis);
+  const claimOne = batcher<ClaimScriptArgs, ClaimReply>((jobs) => claimManyScript(redis, jobs), batched);
+  const releaseOne = batcher<ReleaseScriptArgs, boolean>((jobs) => releaseManyScript(redis, jobs), batched);
 
   function makeLease(jobId: string, tick: number, token: number, value: string, claimedAt: number): Lease {
     const leaseKey = keys.lease(jobId);
@@ -138,7 +191,7 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
       },
       async release(delayMs = -1) {
         try {
-          return await releaseScript(redis, { leaseKey, stateKey, value, delayMs });
+          return await releaseOne({ leaseKey, stateKey, value, delayMs });
         } catch (err) {
           throw redisError(`releasing the lease of ${what}`, err);
         }
@@ -147,6 +200,7 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
   }
 
   return {
+    flush: () => claimOne.flush(),
     async claim(request) {
       const { jobId, tick, leaseMs, holder, mode } = request;
       if (holder.length === 0) {
@@ -157,7 +211,7 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
       const claimedAt = monotonicNow();
       let reply;
       try {
-        reply = await claimScript(redis, {
+        reply = await claimOne({
           leaseKey, stateKey, statsKey: keys.stats(jobId), countSkip: request.countSkip ?? false,
           tick, leaseMs, holder, mode, nowGuardMs: request.nowGuardMs ?? DEFAULT_NOW_GUARD_MS,
         });

@@ -49,6 +49,13 @@ export interface Coordinator {
   claim(request: ClaimRequest): Promise<ClaimDecision>;
   /** Offset of the shared clock to this node's clock, in ms (shared ≈ local + offset). */
   offsetMs(): number;
+  /**
+   * How long before a grid tick the claim may be sent, ms: the claim's round trip then
+   * happens ahead of the tick and the run starts on it (never before it). 0 or absent: at the tick.
+   */
+  readonly claimLeadMs?: number;
+  /** Sends the claims made so far now, when the coordinator gathers them (optional). */
+  flush?(): void;
   /** Releases resources. */
   close(): Promise<void>;
 }

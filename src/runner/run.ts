@@ -82,6 +82,9 @@ export function executeRun(p: RunParams): ActiveRun {
   const abort = (reason: AbortReasonCode, detail?: string): void => {
     if (abortedReason !== undefined || reported) return;
     abortedReason = reason;
+    // Once aborted the timeout has nothing left to do; a handler that ignores the abort must not
+    // keep the process alive for the rest of it after a stop.
+    clearTimeout(timeout);
     abortError = new LeaseholdError(reason, detail ?? `job "${p.job.id}" run aborted: ${reason}`);
     controller.abort(abortError);
     reportTimer = setTimeout(() => report(OUTCOME_OF[reason], abortError?.message, abortError), REPORT_AFTER_ABORT_MS);

@@ -344,7 +344,19 @@ export class RunnerCore {
       this.emitter.emit('scheduled', { jobId: slot.job.id, nextDueAt: null });
       return;
     }
-    this.schedule(slot, tick, tick);
+    this.schedule(slot, tick - this.leadMs(slot), tick);
+  }
+
+  /**
+   * How early a tick fires: an installation job on a grid (cron, fixedRate) sends its claim
+   * the coordinator's lead ahead of the tick, at most a quarter of its interval; its run still
+   * starts on the tick. Everything else fires on the tick.
+   */
+  private leadMs(slot: Slot): number {
+    const lead = this.coordinator.claimLeadMs ?? 0;
+    const trigger = slot.effective?.trigger;
+    if (lead <= 0 || slot.job.scope !== 'installation' || !trigger || trigger.kind === 'fixedDelay') return 0;
+    return Math.min(lead, Math.floor(trigger.intervalMs / 4));
   }
 
   private schedule(slot: Slot, at: number, tick: number, kind: 'fire' | 'retry' = 'fire', mode: ClaimMode = 'grid'): void {
@@ -387,10 +399,17 @@ export class RunnerCore {
       if (top.kind === 'fire' && top.seq === slot.fireSeq) this.fire(slot, top.tick, now);
       else if (top.kind === 'retry' && top.seq === slot.retrySeq) this.retry(slot, top.tick, top.mode);
     }
+    // The claims of the jobs due now travel together, and leave before anything else is done.
+    this.coordinator.flush?.();
     this.arm();
   }
 
   private fire(slot: Slot, tick: number, now: number): void {
+    if (now < tick && slot.running) {
+      // Fired ahead for its claim, but the previous run is still going: decide on the tick.
+      this.schedule(slot, tick, tick);
+      return;
+    }
     slot.retrySeq = ++this.seq; // a new tick supersedes any retry of an older one
     const before = slot.effective?.trigger.key;
     this.resolve(slot);
@@ -468,6 +487,8 @@ export class RunnerCore {
       handled();
       return;
     }
+    // A claim sent ahead of its tick: the run starts on the tick, never before it.
+    if (decision.kind === 'claimed') await this.untilTick(tick);
     if (slot.running === claiming) slot.running = undefined;
     if (this.status !== 'running') {
       if (decision.kind === 'claimed') {
@@ -509,6 +530,13 @@ export class RunnerCore {
         }
         return;
       }
+    }
+  }
+
+  /** Resolves once the shared clock reaches `tick` (at once when it has), or the runner stops. */
+  private async untilTick(tick: number): Promise<void> {
+    for (let wait = tick - this.now(); wait > 0 && this.status === 'running'; wait = tick - this.now()) {
+      await new Promise<void>((resolve) => this.clock.setTimer(resolve, wait));
     }
   }
 

@@ -1,26 +1,30 @@
 --[[
-  Claim a job's lease for one schedule tick, at most once per tick for the
-  whole installation, and mint a fencing token. Decides on Redis server time
-  (TIME) only, never on a node's clock.
+  Claim jobs' leases, each for one schedule tick, at most once per tick for
+  the whole installation, and mint fencing tokens. Decides on Redis server
+  time (TIME) only, never on a node's clock. One call claims any number of
+  jobs (the claims of jobs due at the same instant travel together); each
+  job is decided on its own, in order, exactly as if claimed alone.
 
-  Input:
-    KEYS[1] lease  string  the job's lease; value says holder, since, tick, token
-    KEYS[2] state  hash    tick = last claimed tick (epoch ms),
-                           fence = fencing counter,
-                           due = next fixedDelay start (epoch ms)
-    KEYS[3] stats  hash    the job's counters: `skipped` and `skippedClaimed`
-                           grow by one for a counted 'done'
+  Input, three keys and six arguments per job (job i from 1):
+    KEYS[3i-2] lease  string  the job's lease; value says holder, since, tick, token
+    KEYS[3i-1] state  hash    tick = last claimed tick (epoch ms),
+                              fence = fencing counter,
+                              due = next fixedDelay start (epoch ms)
+    KEYS[3i]   stats  hash    the job's counters: `skipped` and `skippedClaimed`
+                              grow by one for a counted 'done'
 
-    ARGV[1] tick        integer  epoch ms; the schedule tick every node agrees on
-    ARGV[2] leaseMs     integer  ms; lease time to live, > 0
-    ARGV[3] holder      string   instance id of the claimant
-    ARGV[4] mode        string   'grid' (cron, fixedRate) or 'delay' (fixedDelay)
-    ARGV[5] nowGuardMs  integer  ms; how far before the tick a claim is accepted
-    ARGV[6] countSkip   string   '1': a 'done' answer is the claimant's skip with
-                                 reason claimed, added to the stats hash here so
-                                 the claimant need not write it; '0': not counted
+    ARGV[6i-5] tick        integer  epoch ms; the schedule tick every node agrees on
+    ARGV[6i-4] leaseMs     integer  ms; lease time to live, > 0
+    ARGV[6i-3] holder      string   instance id of the claimant
+    ARGV[6i-2] mode        string   'grid' (cron, fixedRate) or 'delay' (fixedDelay)
+    ARGV[6i-1] nowGuardMs  integer  ms; how far before the tick a claim is accepted
+    ARGV[6i]   countSkip   string   '1': a 'done' answer is the claimant's skip with
+                                    reason claimed, added to the stats hash here so
+                                    the claimant need not write it; '0': not counted
 
-  Output, the first decision that applies:
+  Output: one reply per job, in input order; each is the first decision that
+  applies:
+    {'error', message}        the job's arguments are invalid; nothing changed
     {'early', serverNowMs}    server time is before tick - nowGuardMs
     {'done', lastTick}        this tick, or a later one, was already claimed
                               (counted as a claimed skip when countSkip is '1')
@@ -31,27 +35,8 @@
                               incremented to token, lease set with leaseMs;
                               previousTick is the last claimed tick or -1
 ]]
-local leaseKey = KEYS[1]
-local stateKey = KEYS[2]
-local tick = tonumber(ARGV[1])
-local leaseMs = tonumber(ARGV[2])
-local holder = ARGV[3]
-local mode = ARGV[4]
-local nowGuardMs = tonumber(ARGV[5])
-local countSkip = ARGV[6] == '1'
-local statsKey = KEYS[3]
-
-if not tick or tick ~= math.floor(tick) then
-  return redis.error_reply('ERR leasehold claim: tick must be an integer (ms)')
-end
-if not leaseMs or leaseMs <= 0 or leaseMs ~= math.floor(leaseMs) then
-  return redis.error_reply('ERR leasehold claim: leaseMs must be a positive integer')
-end
-if mode ~= 'grid' and mode ~= 'delay' then
-  return redis.error_reply('ERR leasehold claim: mode must be grid or delay')
-end
-if not nowGuardMs or nowGuardMs < 0 then
-  return redis.error_reply('ERR leasehold claim: nowGuardMs must be >= 0')
+if #KEYS ~= 3 * math.floor(#KEYS / 3) or #ARGV ~= 2 * #KEYS then
+  return redis.error_reply('ERR leasehold claim: expected 3 keys and 6 arguments per job')
 end
 
 -- ISO-8601 UTC text of an epoch ms value (days to civil date, proleptic
@@ -79,32 +64,66 @@ end
 local time = redis.call('TIME')
 local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
-if nowMs < tick - nowGuardMs then
-  return {'early', nowMs}
-end
+local nowIso -- iso(nowMs), made once when first needed
 
-local state = redis.call('HMGET', stateKey, 'tick', 'due')
-local lastTick = tonumber(state[1])
-if lastTick and lastTick >= tick then
-  if countSkip then
-    redis.call('HINCRBY', statsKey, 'skipped', 1)
-    redis.call('HINCRBY', statsKey, 'skippedClaimed', 1)
+local function invalid(tick, leaseMs, mode, nowGuardMs)
+  if not tick or tick ~= math.floor(tick) then
+    return 'leasehold claim: tick must be an integer (ms)'
   end
-  return {'done', lastTick}
+  if not leaseMs or leaseMs <= 0 or leaseMs ~= math.floor(leaseMs) then
+    return 'leasehold claim: leaseMs must be a positive integer'
+  end
+  if mode ~= 'grid' and mode ~= 'delay' then
+    return 'leasehold claim: mode must be grid or delay'
+  end
+  if not nowGuardMs or nowGuardMs < 0 then
+    return 'leasehold claim: nowGuardMs must be >= 0'
+  end
+  return nil
 end
 
-local due = tonumber(state[2])
-if mode == 'delay' and due and tick < due then
-  return {'notDue', due}
+local function claim(leaseKey, stateKey, statsKey, tick, leaseMs, holder, mode, nowGuardMs, countSkip)
+  local bad = invalid(tick, leaseMs, mode, nowGuardMs)
+  if bad then
+    return {'error', bad}
+  end
+  if nowMs < tick - nowGuardMs then
+    return {'early', nowMs}
+  end
+
+  local state = redis.call('HMGET', stateKey, 'tick', 'due')
+  local lastTick = tonumber(state[1])
+  if lastTick and lastTick >= tick then
+    if countSkip then
+      redis.call('HINCRBY', statsKey, 'skipped', 1)
+      redis.call('HINCRBY', statsKey, 'skippedClaimed', 1)
+    end
+    return {'done', lastTick}
+  end
+
+  local due = tonumber(state[2])
+  if mode == 'delay' and due and tick < due then
+    return {'notDue', due}
+  end
+
+  local current = redis.call('GET', leaseKey)
+  if current then
+    return {'held', current, redis.call('PTTL', leaseKey)}
+  end
+
+  local token = redis.call('HINCRBY', stateKey, 'fence', 1)
+  redis.call('HSET', stateKey, 'tick', string.format('%d', tick))
+  nowIso = nowIso or iso(nowMs)
+  local value = holder .. ' since ' .. nowIso .. ' tick ' .. iso(tick) .. ' token ' .. token
+  redis.call('SET', leaseKey, value, 'PX', leaseMs)
+  return {'claimed', token, value, lastTick or -1, nowMs}
 end
 
-local current = redis.call('GET', leaseKey)
-if current then
-  return {'held', current, redis.call('PTTL', leaseKey)}
+local replies = {}
+for i = 1, #KEYS / 3 do
+  local k, a = 3 * (i - 1), 6 * (i - 1)
+  replies[i] = claim(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3],
+    tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), ARGV[a + 3], ARGV[a + 4],
+    tonumber(ARGV[a + 5]), ARGV[a + 6] == '1')
 end
-
-local token = redis.call('HINCRBY', stateKey, 'fence', 1)
-redis.call('HSET', stateKey, 'tick', string.format('%d', tick))
-local value = holder .. ' since ' .. iso(nowMs) .. ' tick ' .. iso(tick) .. ' token ' .. token
-redis.call('SET', leaseKey, value, 'PX', leaseMs)
-return {'claimed', token, value, lastTick or -1, nowMs}
+return replies

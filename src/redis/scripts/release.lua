@@ -1,35 +1,44 @@
 --[[
-  Release a lease, only while it is still ours, and for fixedDelay jobs set
-  the next start to now (server time) plus the delay, so the delay counts
-  from the end of the previous run on whichever instance ran it.
+  Release leases, each only while it is still ours, and for fixedDelay jobs
+  set the next start to now (server time) plus the delay, so the delay counts
+  from the end of the previous run on whichever instance ran it. One call
+  releases any number of jobs (runs that end together release together).
 
-  Input:
-    KEYS[1] lease  string  the job's lease
-    KEYS[2] state  hash    the job's claim state; field due = next start (epoch ms)
+  Input, two keys and two arguments per job (job i from 1):
+    KEYS[2i-1] lease  string  the job's lease
+    KEYS[2i]   state  hash    the job's claim state; field due = next start (epoch ms)
 
-    ARGV[1] value    string   the lease value our claim wrote
-    ARGV[2] delayMs  integer  ms; fixedDelay delay, or -1 for other schedules
+    ARGV[2i-1] value    string   the lease value our claim wrote
+    ARGV[2i]   delayMs  integer  ms; fixedDelay delay, or -1 for other schedules
 
-  Output:
+  Output: one reply per job, in input order:
     1 if the lease was ours and is deleted (and due set when delayMs >= 0),
-    0 if it is gone or someone else's: nothing is changed.
+    0 if it is gone or someone else's: nothing is changed,
+    an error text if the job's arguments are invalid: nothing is changed.
 ]]
-local leaseKey = KEYS[1]
-local stateKey = KEYS[2]
-local value = ARGV[1]
-local delayMs = tonumber(ARGV[2])
-
-if not delayMs or delayMs ~= math.floor(delayMs) then
-  return redis.error_reply('ERR leasehold release: delayMs must be an integer')
+if #KEYS ~= 2 * math.floor(#KEYS / 2) or #ARGV ~= #KEYS then
+  return redis.error_reply('ERR leasehold release: expected 2 keys and 2 arguments per job')
 end
 
-if redis.call('GET', leaseKey) ~= value then
-  return 0
+local nowMs
+local replies = {}
+for i = 1, #KEYS / 2 do
+  local leaseKey, stateKey = KEYS[2 * i - 1], KEYS[2 * i]
+  local value, delayMs = ARGV[2 * i - 1], tonumber(ARGV[2 * i])
+  if not delayMs or delayMs ~= math.floor(delayMs) then
+    replies[i] = 'leasehold release: delayMs must be an integer'
+  elseif redis.call('GET', leaseKey) ~= value then
+    replies[i] = 0
+  else
+    redis.call('DEL', leaseKey)
+    if delayMs >= 0 then
+      if not nowMs then
+        local time = redis.call('TIME')
+        nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+      end
+      redis.call('HSET', stateKey, 'due', string.format('%d', nowMs + delayMs))
+    end
+    replies[i] = 1
+  end
 end
-redis.call('DEL', leaseKey)
-if delayMs >= 0 then
-  local time = redis.call('TIME')
-  local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-  redis.call('HSET', stateKey, 'due', string.format('%d', nowMs + delayMs))
-end
-return 1
+return replies
