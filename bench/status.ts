@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort } from '../test/helpers/redis.js';
 import { spread, type Spread } from './analyze.js';
 import { ROOT, spawnWorker } from './cluster.js';
-import type { SystemName } from './protocol.js';
+import { BODY_MS, type SystemName } from './protocol.js';
 import { startBenchRedis, type BenchRedis } from './redis.js';
 import type { StatusScenario } from './scenarios.js';
 
@@ -52,7 +52,7 @@ interface CliNode {
 }
 
 function startNode(redis: BenchRedis, prefix: string, index: number, port: number, jobs: number, cron: string): CliNode {
-  const child = spawn(process.execPath, [BIN, 'start', '--jobs', 'bench/workers/status-jobs.ts'], {
+  const child = spawn(process.execPath, [BIN, 'start', '--jobs', 'bench/workers/status-jobs.mjs'], {
     cwd: ROOT,
     env: {
       ...process.env,
@@ -65,6 +65,7 @@ function startNode(redis: BenchRedis, prefix: string, index: number, port: numbe
       LEASEHOLD_SHUTDOWN_GRACE: '1s',
       BENCH_JOBS: String(jobs),
       BENCH_CRON: cron,
+      BENCH_BODY_MS: String(BODY_MS),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -9,18 +9,22 @@ import type { RunnerCore } from '../runner/runner.js';
 /** Subscribes a logger to a runner's events. Returns an unsubscribe function. */
 export function attachLogListener(runner: RunnerCore, log: Logger): () => void {
   const failing = new Map<string, number>();
+  // Debug lines are built only when they are written: most nodes run at info, many jobs.
+  const debug = (): boolean => log.isLevelEnabled('debug');
   const offs = [
-    runner.on('runStarted', (e) => log.debug({ jobId: e.jobId, runId: e.runId, scheduledAt: new Date(e.scheduledAt).toISOString(), lagMs: e.lagMs, fencingToken: e.fencingToken }, 'run started')),
+    runner.on('runStarted', (e) => {
+      if (debug()) log.debug({ jobId: e.jobId, runId: e.runId, scheduledAt: new Date(e.scheduledAt).toISOString(), lagMs: e.lagMs, fencingToken: e.fencingToken }, 'run started');
+    }),
     runner.on('runEnded', (e) => {
+      if (e.outcome === 'succeeded' && !failing.has(e.jobId)) {
+        if (debug()) log.debug({ jobId: e.jobId, runId: e.runId, outcome: e.outcome, durationMs: e.durationMs }, 'run succeeded');
+        return;
+      }
       const fields = { jobId: e.jobId, runId: e.runId, outcome: e.outcome, durationMs: e.durationMs };
       if (e.outcome === 'succeeded') {
-        const streak = failing.get(e.jobId);
-        if (streak !== undefined) {
-          failing.delete(e.jobId);
-          log.info({ ...fields, failedRuns: streak }, 'job "%s" recovered after %d unsuccessful runs', e.jobId, streak);
-        } else {
-          log.debug(fields, 'run succeeded');
-        }
+        const streak = failing.get(e.jobId) ?? 0;
+        failing.delete(e.jobId);
+        log.info({ ...fields, failedRuns: streak }, 'job "%s" recovered after %d unsuccessful runs', e.jobId, streak);
         return;
       }
       if (e.outcome === 'interrupted') {
@@ -36,7 +40,9 @@ export function attachLogListener(runner: RunnerCore, log: Logger): () => void {
         log.debug({ ...fields, error: e.error, streak }, 'run unsuccessful again');
       }
     }),
-    runner.on('skipped', (e) => log.debug({ jobId: e.jobId, reason: e.reason, scheduledAt: new Date(e.scheduledAt).toISOString() }, 'start skipped')),
+    runner.on('skipped', (e) => {
+      if (debug()) log.debug({ jobId: e.jobId, reason: e.reason, scheduledAt: new Date(e.scheduledAt).toISOString() }, 'start skipped');
+    }),
     runner.on('missed', (e) => log.warn({ jobId: e.jobId, count: e.count }, 'job "%s": %d tick(s) ran on no node', e.jobId, e.count)),
     runner.on('jobState', (e) => {
       if (e.state === 'invalidSchedule') log.error({ jobId: e.jobId, cause: e.cause }, 'job "%s" has an invalid schedule: %s', e.jobId, e.cause);

@@ -23,33 +23,38 @@ export class MinHeap<T extends HeapEntry> {
 
   push(item: T): void {
     const a = this.items;
+    // Move parents down into the hole until the item's place is found (no swaps).
+    let i = a.length;
     a.push(item);
-    let i = a.length - 1;
     while (i > 0) {
       const p = (i - 1) >> 1;
-      if (!this.less(a[i] as T, a[p] as T)) break;
-      [a[i], a[p]] = [a[p] as T, a[i] as T];
+      const parent = a[p] as T;
+      if (!this.less(item, parent)) break;
+      a[i] = parent;
       i = p;
     }
+    a[i] = item;
   }
 
   pop(): T | undefined {
     const a = this.items;
     const top = a[0];
     const last = a.pop();
-    if (a.length > 0 && last !== undefined) {
-      a[0] = last;
+    const n = a.length;
+    if (n > 0 && last !== undefined) {
+      // Move the smaller child up into the hole until `last` fits there.
       let i = 0;
       for (;;) {
         const l = 2 * i + 1;
+        if (l >= n) break;
         const r = l + 1;
-        let m = i;
-        if (l < a.length && this.less(a[l] as T, a[m] as T)) m = l;
-        if (r < a.length && this.less(a[r] as T, a[m] as T)) m = r;
-        if (m === i) break;
-        [a[i], a[m]] = [a[m] as T, a[i] as T];
+        const m = r < n && this.less(a[r] as T, a[l] as T) ? r : l;
+        const child = a[m] as T;
+        if (!this.less(child, last)) break;
+        a[i] = child;
         i = m;
       }
+      a[i] = last;
     }
     return top;
   }

@@ -54,7 +54,9 @@ const OUTCOME_OF: Record<AbortReasonCode, RunOutcome> = {
 export function executeRun(p: RunParams): ActiveRun {
   const runId = randomUUID();
   const startedAt = p.now();
-  const controller = new AbortController();
+  // The signal is made when the handler first reads it (many never do); an abort before then
+  // is carried over.
+  let controller: AbortController | undefined;
   const started: RunStartedEvent = {
     jobId: p.job.id,
     runId,
@@ -86,7 +88,7 @@ export function executeRun(p: RunParams): ActiveRun {
     // keep the process alive for the rest of it after a stop.
     clearTimeout(timeout);
     abortError = new LeaseholdError(reason, detail ?? `job "${p.job.id}" run aborted: ${reason}`);
-    controller.abort(abortError);
+    controller?.abort(abortError);
     reportTimer = setTimeout(() => report(OUTCOME_OF[reason], abortError?.message, abortError), REPORT_AFTER_ABORT_MS);
     reportTimer.unref();
   };
@@ -107,11 +109,20 @@ export function executeRun(p: RunParams): ActiveRun {
   });
   /** A handler that blocked the loop may end before any timer ran: check the lease deadline first. */
   const checkLease = (): void => watcher?.check();
-  if (watcher) guardSignal(controller.signal, checkLease);
+  const signal = (): AbortSignal => {
+    if (!controller) {
+      controller = new AbortController();
+      if (watcher) guardSignal(controller.signal, checkLease);
+      if (abortError) controller.abort(abortError);
+    }
+    return controller.signal;
+  };
 
   let log: Logger | undefined;
   const ctx: JobContext = {
-    signal: controller.signal,
+    get signal() {
+      return signal();
+    },
     // Created on first use: most handlers of frequent jobs never log.
     get log() {
       return (log ??= p.logger.child({ jobId: p.job.id, runId }));

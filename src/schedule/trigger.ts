@@ -49,12 +49,41 @@ export interface EffectiveSchedule {
 
 const HOUR = 3_600_000;
 
-/** A cron trigger. */
-export function cronTrigger(expression: string, zone: string | undefined): Trigger {
-  const z = validateZone(zone ?? 'UTC');
-  const cron = parseCron(expression, { zone: z });
-  const next = (after: number): number | null => cron.next(new Date(after))?.getTime() ?? null;
-  return { kind: 'cron', expression, zone: z, key: `cron ${expression} ${z}`, intervalMs: estimateInterval(next), next };
+/** Cron triggers are shared by every job on the same expression and zone; at most this many are kept. */
+const MAX_SHARED_CRON = 1_000;
+const sharedCron = new Map<string, Trigger>();
+
+/**
+ * A cron trigger. Triggers are immutable and shared: jobs on the same expression and zone get
+ * the same one, so ten thousand jobs on one schedule compute each tick once.
+ */
+export function cronTrigger(expression: string, zone: string | undefined, key?: string): Trigger {
+  const cacheKey = `${expression}\n${zone ?? ''}\n${key ?? ''}`;
+  let trigger = sharedCron.get(cacheKey);
+  if (trigger === undefined) {
+    const z = validateZone(zone ?? 'UTC');
+    const next = memoNext(parseCron(expression, { zone: z }));
+    trigger = { kind: 'cron', expression, zone: z, key: key ?? `cron ${expression} ${z}`, intervalMs: estimateInterval(next), next };
+    if (sharedCron.size >= MAX_SHARED_CRON) sharedCron.delete(sharedCron.keys().next().value ?? cacheKey);
+    sharedCron.set(cacheKey, trigger);
+  }
+  return trigger;
+}
+
+/**
+ * `next` of a cron schedule that remembers its last answer: for any instant from the last
+ * `after` up to (not including) the tick found, the next tick is that same tick, since none
+ * lies between. The jobs due at one instant then ask croner once, not once each.
+ */
+function memoNext(cron: ReturnType<typeof parseCron>): (after: number) => number | null {
+  let from = Number.NaN;
+  let found: number | null = null;
+  return (after) => {
+    if (after >= from && (found === null || after < found)) return found;
+    found = cron.next(new Date(after))?.getTime() ?? null;
+    from = after;
+    return found;
+  };
 }
 
 /**
@@ -110,7 +139,7 @@ export function resolveSchedule(
     const expr = overrides.cron || (declared ? String(readSetting(declared.value, env)) : '');
     const zoneValue = overrides.zone || (declared?.zone === undefined ? 'UTC' : String(readSetting(declared.zone, env)));
     const key = `cron ${expr} ${zoneValue}`;
-    trigger = previous?.key === key ? previous : withKey(cronTrigger(expr, zoneValue), key);
+    trigger = previous?.key === key ? previous : cronTrigger(expr, zoneValue, key);
   } else {
     const declared = job.schedule.kind === kind ? job.schedule.value : undefined;
     const raw = overrides[kind] || (declared === undefined ? '' : readSetting(declared, env));
@@ -134,10 +163,6 @@ export function resolveSchedule(
   const timeoutMs = limit('timeout', job.timeoutMs) ?? defaultTimeout(trigger);
   const leaseMs = Math.max(200, limit('lease', job.leaseMs) ?? job.leaseMs);
   return { trigger, timeoutMs, leaseMs, warnings };
-}
-
-function withKey(t: Trigger, key: string): Trigger {
-  return { ...t, key };
 }
 
 /** SPEC 3.3: the larger of 5 minutes and 3 intervals; an hour for a cron. */

@@ -216,27 +216,32 @@ export class StatsWriter {
       if (this.backlog > 0) this.failed(new Error(`Redis connection is ${this.opts.redis.status}`));
       return;
     }
-    const due: Array<{ jobId: string; s: Slot; inflight: Inflight }> = [];
-    for (const [jobId, s] of this.slots) {
-      if (!s.inflight) {
-        if (s.pending.isEmpty) continue;
-        s.pending.setField('seenAt', iso(this.opts.core.now()), true);
-        s.inflight = { seq: ++this.seq, batch: s.pending.toRecord(this.opts.core.instanceId) };
-        s.pending = new JobBatch(s.instanceScoped, RUNS_CAP);
-      }
-      due.push({ jobId, s, inflight: s.inflight });
-    }
-    // In pipelines of CHUNK batches, yielding between them, so a thousand jobs ending at one
-    // tick do not hold the event loop (runs, lease watchers) for long.
-    const sends: Array<Promise<void>> = [];
+    const due: Array<[string, Slot]> = [];
+    for (const entry of this.slots) if (entry[1].inflight || !entry[1].pending.isEmpty) due.push(entry);
+    // CHUNK jobs at a time, each chunk's batches made just before it is sent and the next one
+    // only once Redis answered: a round over ten thousand jobs never holds them all in flight
+    // (memory), and never holds the event loop (runs, lease watchers) for long.
+    let sent = 0;
+    const seenAt = iso(this.opts.core.now());
     for (let i = 0; i < due.length; i += CHUNK) {
-      if (i > 0) await new Promise((r) => setImmediate(r));
-      sends.push(this.send(due.slice(i, i + CHUNK)));
+      const chunk = due.slice(i, i + CHUNK).map(([jobId, s]) => {
+        if (!s.inflight) {
+          s.pending.setField('seenAt', seenAt, true);
+          s.inflight = { seq: ++this.seq, batch: s.pending.toRecord(this.opts.core.instanceId) };
+          s.pending = new JobBatch(s.instanceScoped, RUNS_CAP);
+        }
+        return { jobId, s, inflight: s.inflight };
+      });
+      try {
+        await this.send(chunk);
+      } catch (err) {
+        // Redis is in trouble: the rest waits for the next round (with backoff).
+        this.failed(err);
+        return;
+      }
+      sent++;
     }
-    const results = await Promise.allSettled(sends);
-    const rejected = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (rejected) this.failed(rejected.reason);
-    else if (sends.length > 0) this.recovered();
+    if (sent > 0) this.recovered();
   }
 
   /** Sends batches in one pipeline; rejects with the first error, after settling the rest. */
