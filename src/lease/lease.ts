@@ -153,9 +153,19 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
   const claimOne = batcher<ClaimScriptArgs, ClaimReply>((jobs) => claimManyScript(redis, jobs), batched);
   const releaseOne = batcher<ReleaseScriptArgs, boolean>((jobs) => releaseManyScript(redis, jobs), batched);
 
+  // A job's key names, made once: a node claims the same jobs tick after tick.
+  const jobKeys = new Map<string, { lease: string; state: string; stats: string }>();
+  const keysOf = (jobId: string): { lease: string; state: string; stats: string } => {
+    let k = jobKeys.get(jobId);
+    if (k === undefined) {
+      k = { lease: keys.lease(jobId), state: keys.state(jobId), stats: keys.stats(jobId) };
+      jobKeys.set(jobId, k);
+    }
+    return k;
+  };
+
   function makeLease(jobId: string, tick: number, token: number, value: string, claimedAt: number): Lease {
-    const leaseKey = keys.lease(jobId);
-    const stateKey = keys.state(jobId);
+    const { lease: leaseKey, state: stateKey } = keysOf(jobId);
     const what = `job ${jobId} (token ${token})`;
     return {
       jobId, tick, token, value, claimedAt,
@@ -206,13 +216,12 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
       if (holder.length === 0) {
         throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, `holder of the lease of job ${jobId} must not be empty`);
       }
-      const leaseKey = keys.lease(jobId);
-      const stateKey = keys.state(jobId);
+      const { lease: leaseKey, state: stateKey, stats: statsKey } = keysOf(jobId);
       const claimedAt = monotonicNow();
       let reply;
       try {
         reply = await claimOne({
-          leaseKey, stateKey, statsKey: keys.stats(jobId), countSkip: request.countSkip ?? false,
+          leaseKey, stateKey, statsKey, countSkip: request.countSkip ?? false,
           tick, leaseMs, holder, mode, nowGuardMs: request.nowGuardMs ?? DEFAULT_NOW_GUARD_MS,
         });
       } catch (err) {

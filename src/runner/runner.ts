@@ -5,7 +5,7 @@
  */
 import type { Logger } from 'pino';
 import { LeaseholdError, errorMessage } from '../errors.js';
-import { normalizeJob, type NormalizedJob } from '../schedule/job.js';
+import { isEnvSetting, normalizeJob, type NormalizedJob } from '../schedule/job.js';
 import { resolveSchedule, type EffectiveSchedule, type JobOverrides, type Trigger } from '../schedule/trigger.js';
 import { completeClock, MAX_TIMER_MS, type Clock, type TimerHandle } from './clock.js';
 import { localCoordinator, type ClaimMode, type Coordinator, type HeldLease } from './coordinator.js';
@@ -18,7 +18,11 @@ export const MISSED_WALK_LIMIT = 1_000;
 /** An invalid schedule is checked again this often. */
 export const RECHECK_INVALID_MS = 60_000;
 
-/** Where the runner reads per-job overrides (the settings hash, through the status layer). */
+/**
+ * Where the runner reads per-job overrides (the settings hash, through the status layer).
+ * `get` answers a new object when a job's overrides change: the runner re-resolves a schedule
+ * only when it gets a different object (or the schedule reads the environment).
+ */
 export interface SettingsSource {
   get(jobId: string): JobOverrides;
 }
@@ -64,6 +68,10 @@ interface Slot {
   nextAt: number | null;
   running: ActiveRun | undefined;
   warned: Set<string>;
+  /** The overrides the schedule was last resolved with. */
+  overrides: JobOverrides | undefined;
+  /** Whether the declared schedule reads the environment (then it is resolved at every fire). */
+  readonly readsEnv: boolean;
 }
 
 /** The runner core. Create it with `createRunner`. */
@@ -80,6 +88,8 @@ export class RunnerCore {
   private timerAt = Infinity;
   private status: 'idle' | 'running' | 'stopping' | 'stopped' = 'idle';
   private stopping: Promise<void> | undefined;
+  /** Waits for ticks whose claims came back early, one per tick. */
+  private readonly tickWaits = new Map<number, Promise<void>>();
 
   constructor(private readonly opts: RunnerCoreOptions) {
     this.clock = completeClock(opts.clock);
@@ -142,6 +152,8 @@ export class RunnerCore {
       nextAt: null,
       running: undefined,
       warned: new Set(),
+      overrides: undefined,
+      readsEnv: isEnvSetting(job.schedule.value) || (job.schedule.kind === 'cron' && isEnvSetting(job.schedule.zone)),
     };
     this.slots.set(job.id, slot);
     if (this.status === 'running') this.planFirst(slot);
@@ -262,6 +274,9 @@ export class RunnerCore {
   private resolve(slot: Slot): void {
     const id = slot.job.id;
     const overrides = this.safeSettings(id);
+    // The same overrides object and no environment setting: nothing can have changed.
+    if (overrides === slot.overrides && !slot.readsEnv && slot.effective !== undefined && slot.invalidCause === undefined) return;
+    slot.overrides = overrides;
     const prevState: JobState = slot.invalidCause ? 'invalidSchedule' : slot.paused ? 'paused' : 'ok';
     const prevCause = slot.invalidCause;
     const paused = overrides.paused?.trim().toLowerCase();
@@ -488,7 +503,8 @@ export class RunnerCore {
       return;
     }
     // A claim sent ahead of its tick: the run starts on the tick, never before it.
-    if (decision.kind === 'claimed') await this.untilTick(tick);
+    const early = decision.kind === 'claimed' ? this.untilTick(tick) : undefined;
+    if (early) await early;
     if (slot.running === claiming) slot.running = undefined;
     if (this.status !== 'running') {
       if (decision.kind === 'claimed') {
@@ -533,11 +549,23 @@ export class RunnerCore {
     }
   }
 
-  /** Resolves once the shared clock reaches `tick` (at once when it has), or the runner stops. */
-  private async untilTick(tick: number): Promise<void> {
-    for (let wait = tick - this.now(); wait > 0 && this.status === 'running'; wait = tick - this.now()) {
-      await new Promise<void>((resolve) => this.clock.setTimer(resolve, wait));
+  /**
+   * Resolves once the shared clock reaches `tick` (at once when it has), or the runner stops.
+   * The runs of the jobs claimed for one tick share one wait.
+   */
+  private untilTick(tick: number): Promise<void> | undefined {
+    if (tick - this.now() <= 0) return undefined;
+    let wait = this.tickWaits.get(tick);
+    if (wait === undefined) {
+      wait = (async () => {
+        for (let ms = tick - this.now(); ms > 0 && this.status === 'running'; ms = tick - this.now()) {
+          await new Promise<void>((resolve) => this.clock.setTimer(resolve, ms));
+        }
+        this.tickWaits.delete(tick);
+      })();
+      this.tickWaits.set(tick, wait);
     }
+    return wait;
   }
 
   private claimFailed(slot: Slot, tick: number, manual: boolean, err: unknown): void {

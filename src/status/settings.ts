@@ -39,6 +39,9 @@ export function parseSettings(hash: Record<string, string>): Map<string, JobOver
   return out as Map<string, JobOverrides>;
 }
 
+/** The overrides of a job the hash does not name: one object, so callers can tell nothing changed. */
+const NO_OVERRIDES: JobOverrides = Object.freeze({});
+
 function same(a: JobOverrides | undefined, b: JobOverrides | undefined): boolean {
   for (const f of SETTING_FIELDS) if (a?.[f] !== b?.[f]) return false;
   return true;
@@ -67,7 +70,7 @@ export class RedisSettings implements SettingsSource {
 
   /** The last known overrides of a job; never blocks, never throws. */
   get(jobId: string): JobOverrides {
-    return this.values.get(jobId) ?? {};
+    return this.values.get(jobId) ?? NO_OVERRIDES;
   }
 
   /** Reads the hash now (once more after a read in flight); resolves false when Redis failed. */

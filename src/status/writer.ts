@@ -60,6 +60,7 @@ interface Inflight {
 }
 
 interface Slot {
+  readonly jobId: string;
   readonly instanceScoped: boolean;
   pending: JobBatch;
   inflight: Inflight | undefined;
@@ -148,7 +149,7 @@ export class StatsWriter {
     if (s) return s;
     const view = this.opts.core.job(jobId);
     const instanceScoped = (view?.job.scope ?? 'instance') === 'instance';
-    s = { instanceScoped, pending: new JobBatch(instanceScoped, RUNS_CAP), inflight: undefined, scheduleKey: view?.schedule?.trigger.key, state: view?.state ?? 'ok' };
+    s = { jobId, instanceScoped, pending: new JobBatch(instanceScoped, RUNS_CAP), inflight: undefined, scheduleKey: view?.schedule?.trigger.key, state: view?.state ?? 'ok' };
     this.slots.set(jobId, s);
     if (view) s.pending.initialize(describeJob(view), iso(this.opts.core.now()));
     this.opts.onNewJob?.(jobId);
@@ -216,21 +217,22 @@ export class StatsWriter {
       if (this.backlog > 0) this.failed(new Error(`Redis connection is ${this.opts.redis.status}`));
       return;
     }
-    const due: Array<[string, Slot]> = [];
-    for (const entry of this.slots) if (entry[1].inflight || !entry[1].pending.isEmpty) due.push(entry);
+    // Every few hundred ms: walked without allocating, as most jobs have nothing to write.
+    const due: Slot[] = [];
+    for (const s of this.slots.values()) if (s.inflight || !s.pending.isEmpty) due.push(s);
     // CHUNK jobs at a time, each chunk's batches made just before it is sent and the next one
     // only once Redis answered: a round over ten thousand jobs never holds them all in flight
     // (memory), and never holds the event loop (runs, lease watchers) for long.
     let sent = 0;
     const seenAt = iso(this.opts.core.now());
     for (let i = 0; i < due.length; i += CHUNK) {
-      const chunk = due.slice(i, i + CHUNK).map(([jobId, s]) => {
+      const chunk = due.slice(i, i + CHUNK).map((s) => {
         if (!s.inflight) {
           s.pending.setField('seenAt', seenAt, true);
           s.inflight = { seq: ++this.seq, batch: s.pending.toRecord(this.opts.core.instanceId) };
           s.pending = new JobBatch(s.instanceScoped, RUNS_CAP);
         }
-        return { jobId, s, inflight: s.inflight };
+        return { jobId: s.jobId, s, inflight: s.inflight };
       });
       try {
         await this.send(chunk);
