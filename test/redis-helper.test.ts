@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
 import { freePort, startRedis, type TestRedis } from './helpers/redis.js';
 
 describe('test redis helper', () => {
@@ -48,5 +49,21 @@ describe('test redis helper', () => {
     other.pause();
     await other.stop();
     await other.stop();
+  });
+
+  it('starts a server with --requirepass: its url and clients carry the password, others are refused', async () => {
+    const secured = await startRedis({ args: ['--requirepass', 'p@ss word'] });
+    try {
+      assert.equal(secured.url, `redis://:p%40ss%20word@127.0.0.1:${secured.port}`);
+      assert.equal(await secured.client().ping(), 'PONG');
+      const stranger = new Redis(secured.port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0 });
+      try {
+        await assert.rejects(stranger.ping(), /NOAUTH/);
+      } finally {
+        stranger.disconnect();
+      }
+    } finally {
+      await secured.stop();
+    }
   });
 });

@@ -32,8 +32,11 @@ function freePort(): Promise<number> {
   });
 }
 
-/** Whether a Redis answers PING with PONG on the loopback port (within half a second). */
-export function ping(port: number): Promise<boolean> {
+/**
+ * Whether a Redis answers PING with PONG on the loopback port (within half a second). With
+ * `password`, it authenticates first (a server started with `--requirepass`).
+ */
+export function ping(port: number, password?: string): Promise<boolean> {
   return new Promise((resolve) => {
     const sock = connect({ port, host: '127.0.0.1' });
     let reply = '';
@@ -41,12 +44,16 @@ export function ping(port: number): Promise<boolean> {
       sock.destroy();
       resolve(ok);
     };
+    const bulk = (s: string): string => `$${Buffer.byteLength(s)}\r\n${s}\r\n`;
+    const auth = password === undefined ? '' : `*2\r\n${bulk('AUTH')}${bulk(password)}`;
+    const lines = password === undefined ? 1 : 2;
     sock.setTimeout(500, () => done(false));
     sock.once('error', () => done(false));
-    sock.once('connect', () => sock.write('PING\r\n'));
+    sock.once('connect', () => sock.write(`${auth}PING\r\n`));
     sock.on('data', (d: Buffer) => {
       reply += d.toString();
-      if (reply.includes('\r\n')) done(reply.startsWith('+PONG'));
+      const answers = reply.split('\r\n');
+      if (answers.length > lines) done(answers[lines - 1]?.startsWith('+PONG') === true);
     });
   });
 }

@@ -102,13 +102,13 @@ function spawnServer(port: number, dir: string, opts: StartRedisOptions): ChildP
   return child;
 }
 
-async function waitUntilServing(child: ChildProcess, port: number, stderr: () => string): Promise<void> {
+async function waitUntilServing(child: ChildProcess, port: number, stderr: () => string, password: string | undefined): Promise<void> {
   const giveUpAt = Date.now() + 10_000;
   while (Date.now() < giveUpAt) {
     if (child.exitCode !== null || child.signalCode !== null) {
       throw new Error(`redis-server on port ${port} exited (${child.exitCode ?? child.signalCode}): ${stderr()}`);
     }
-    if (await ping(port)) return;
+    if (await ping(port, password)) return;
     await sleep(20);
   }
   throw new Error(`redis-server on port ${port} did not answer PING within 10s: ${stderr()}`);
@@ -125,6 +125,9 @@ function waitForExit(child: ChildProcess): Promise<void> {
  */
 export async function startRedis(opts: StartRedisOptions = {}): Promise<TestRedis> {
   installExitHook();
+  // A server started with `--requirepass` is pinged, and its clients connect, with that password.
+  const at = opts.args?.indexOf('--requirepass') ?? -1;
+  const password = at >= 0 ? opts.args?.[at + 1] : undefined;
   const dir = await mkdtemp(join(tmpdir(), 'leasehold-redis-'));
   const clients: Redis[] = [];
   let child: ChildProcess | undefined;
@@ -139,7 +142,7 @@ export async function startRedis(opts: StartRedisOptions = {}): Promise<TestRedi
       stderr = (stderr + chunk.toString('utf8')).slice(-2000);
     });
     child = proc;
-    await waitUntilServing(proc, port, () => stderr);
+    await waitUntilServing(proc, port, () => stderr, password);
   };
 
   // Another process may take the port between freePort() and the bind: retry.
@@ -166,12 +169,12 @@ export async function startRedis(opts: StartRedisOptions = {}): Promise<TestRedi
     await waitForExit(proc);
   }
 
-  const url = `redis://127.0.0.1:${port}`;
+  const url = password === undefined ? `redis://127.0.0.1:${port}` : `redis://:${encodeURIComponent(password)}@127.0.0.1:${port}`;
   return {
     port,
     url,
     client() {
-      const client = new Redis(port, '127.0.0.1', { lazyConnect: false });
+      const client = new Redis(port, '127.0.0.1', { lazyConnect: false, ...(password === undefined ? {} : { password }) });
       clients.push(client);
       return client;
     },
