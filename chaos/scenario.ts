@@ -11,7 +11,7 @@ import { startRedis, type TestRedis } from '../test/helpers/redis.js';
 import { Cluster, readCounters } from './cluster.js';
 import type { ChaosJobId } from './jobs.js';
 import type { Checks, Figures } from './report.js';
-import { duplicateTicks, finishedBy, startsOf, type RunLine } from './runlog.js';
+import { duplicateTicks, finishedBy, readRunLog, startsOf, type RunLine } from './runlog.js';
 
 /** How a scenario is run. */
 export interface ScenarioContext {
@@ -81,6 +81,19 @@ export function awayFromTicks(): Promise<void> {
   const now = Date.now();
   const target = Math.floor(now / 1_000) * 1_000 + 500;
   return sleep(target > now ? target - now : target + 1_000 - now);
+}
+
+/**
+ * The end of a scenario: away from the ticks, stops every node still alive gracefully, checks
+ * that each exited 0, and reads the run log. `stopAt` (when the stop was decided) ends the
+ * window the scenario judges.
+ */
+export async function stopGracefully(s: Stage, c: Checks, what = 'exit codes of the graceful stops'): Promise<{ stopAt: number; all: RunLine[] }> {
+  const stopAt = Date.now();
+  await awayFromTicks();
+  const codes = await s.cluster.stopAll();
+  c.equal(what, codes.filter((x) => x !== 0).length, 0, `codes ${codes.join(',')}`);
+  return { stopAt, all: readRunLog(s.runLog) };
 }
 
 /** The ticks of a 1 s grid in [from, to], epoch ms. */

@@ -7,7 +7,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Checks } from '../report.js';
 import { endOf, readRunLog, startsOf, waitForLog } from '../runlog.js';
-import { awayFromTicks, compareCounts, duplicates, stage, type Scenario } from '../scenario.js';
+import { stopGracefully, compareCounts, duplicates, stage, type Scenario } from '../scenario.js';
 
 const BLOCK_MS = 2_500;
 
@@ -37,10 +37,7 @@ export const loopBlock: Scenario = {
       // Ten starts of it fell in the block: one late run, then its grid again, no catching up.
       const burst = startsOf(after, 'local').filter((l) => l.inst === blocked.id && l.t >= end.t && l.t < end.t + 500).length;
       c.atMost(`${blocked.id}: no burst of its 250 ms instance job after the block`, burst, 3, ' runs in the first 500 ms');
-      await awayFromTicks();
-      const codes = await s.cluster.stopAll();
-      c.equal('exit codes of the graceful stops', codes.filter((x) => x !== 0).length, 0, `codes ${codes.join(',')}`);
-      const all = readRunLog(s.runLog);
+      const { all } = await stopGracefully(s, c);
       const dup = duplicates(all, ['blocker']);
       c.equal('ticks run twice', dup, 0);
       const lost = await compareCounts(c, s, all, ['blocker', 'local']);

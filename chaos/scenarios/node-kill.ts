@@ -6,7 +6,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Checks } from '../report.js';
 import { endOf, readRunLog, startsOf, waitForLog } from '../runlog.js';
-import { awayFromTicks, compareCounts, duplicates, missedCount, stage, tickCoverage, type Scenario } from '../scenario.js';
+import { stopGracefully, compareCounts, duplicates, missedCount, stage, tickCoverage, type Scenario } from '../scenario.js';
 
 const LEASE_MS = 2_000;
 
@@ -37,11 +37,7 @@ export const nodeKill: Scenario = {
         c.atMost('within one lease time plus one interval of the kill', takeover.t - killAt, LEASE_MS + 1_000 + 500, ' ms');
       }
       await sleep(ctx.quick ? 2_500 : 10_000);
-      const stopAt = Date.now();
-      await awayFromTicks();
-      const codes = await s.cluster.stopAll();
-      c.equal('exit codes of the graceful stops of the others', codes.filter((x) => x !== 0).length, 0, `codes ${codes.join(',')}`);
-      const all = readRunLog(s.runLog);
+      const { stopAt, all } = await stopGracefully(s, c, 'exit codes of the graceful stops of the others');
       c.add('the killed run never ended (nothing of it counted)', endOf(all, run) === undefined, endOf(all, run)?.ev ?? 'no end');
       const dup = duplicates(all, ['work', 'tick']);
       c.equal('ticks run twice', dup, 0);

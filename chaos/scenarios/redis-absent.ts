@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { getJson, healthNamesRedis, waitRedisHealthy, type ChaosNode } from '../cluster.js';
 import { Checks } from '../report.js';
 import { readRunLog, startsOf, waitForLog } from '../runlog.js';
-import { awayFromTicks, compareCounts, duplicates, missedCount, stage, tickCoverage, type Scenario } from '../scenario.js';
+import { stopGracefully, compareCounts, duplicates, missedCount, stage, tickCoverage, type Scenario } from '../scenario.js';
 
 /** Times of the lease connection's failed attempts, from a node's debug log. */
 function attempts(node: ChaosNode, until: number): number[] {
@@ -55,11 +55,7 @@ export const redisAbsent: Scenario = {
       c.add('the installation job runs soon after Redis appears', firstRun !== undefined && firstRun.t - appearedAt <= 4_000,
         firstRun ? `${firstRun.t - appearedAt} ms after (reconnection backoff at most 2 s, then the next tick)` : 'never');
       await sleep(ctx.quick ? 3_000 : 6_000);
-      const stopAt = Date.now();
-      await awayFromTicks();
-      const codes = await s.cluster.stopAll();
-      c.equal('exit codes of the graceful stops', codes.filter((x) => x !== 0).length, 0, `codes ${codes.join(',')}`);
-      const all = readRunLog(s.runLog);
+      const { stopAt, all } = await stopGracefully(s, c);
       // From the first run after Redis appeared (checked above to come soon), every tick runs.
       const cov = tickCoverage(all, 'tick', [{ from: firstRun?.tick ?? appearedAt + 4_000, to: stopAt - 1_000 }]);
       c.equal('ticks after the recovery that did not run', cov.notRun.length, 0);

@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { waitRedisHealthy } from '../cluster.js';
 import { Checks } from '../report.js';
 import { readRunLog, startsOf, waitForLog } from '../runlog.js';
-import { awayFromTicks, compareCounts, duplicates, missedCount, stage, tickCoverage, type Scenario, type Window } from '../scenario.js';
+import { stopGracefully, compareCounts, duplicates, missedCount, stage, tickCoverage, type Scenario, type Window } from '../scenario.js';
 
 export const redisRestart: Scenario = {
   name: 'Redis killed and restarted',
@@ -40,12 +40,8 @@ export const redisRestart: Scenario = {
         }
       }
       await sleep(ctx.quick ? 3_000 : 5_000);
-      const stopAt = Date.now();
+      const { stopAt, all } = await stopGracefully(s, c);
       up.push({ from, to: stopAt - 1_000 });
-      await awayFromTicks();
-      const codes = await s.cluster.stopAll();
-      c.equal('exit codes of the graceful stops', codes.filter((x) => x !== 0).length, 0, `codes ${codes.join(',')}`);
-      const all = readRunLog(s.runLog);
       const dup = duplicates(all, ['tick']);
       c.equal('ticks run twice', dup, 0);
       const cov = tickCoverage(all, 'tick', up);

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { waitRedisHealthy } from '../cluster.js';
 import { Checks } from '../report.js';
 import { endOf, readRunLog, startsOf, waitForLog } from '../runlog.js';
-import { awayFromTicks, compareCounts, duplicates, missedCount, stage, tickCoverage, type Scenario } from '../scenario.js';
+import { stopGracefully, compareCounts, duplicates, missedCount, stage, tickCoverage, type Scenario } from '../scenario.js';
 
 const LEASE_MS = 2_000;
 
@@ -58,11 +58,7 @@ export const redisStall: Scenario = {
         c.add(`${node.id}: /health no longer names Redis`, h.ok, h.detail);
       }
       await sleep(ctx.quick ? 3_000 : 6_000);
-      const stopAt = Date.now();
-      await awayFromTicks();
-      const codes = await s.cluster.stopAll();
-      c.equal('exit codes of the graceful stops', codes.filter((x) => x !== 0).length, 0, `codes ${codes.join(',')}`);
-      const all = readRunLog(s.runLog);
+      const { stopAt, all } = await stopGracefully(s, c);
       const dup = duplicates(all, ['tick', 'work']);
       c.equal('ticks run twice', dup, 0);
       // The first run after the resume may be a tick of the stall run late within its grace:
