@@ -14,8 +14,18 @@ import { isCluster } from '../redis/pipeline.js';
 
 export type { ClaimMode } from '../redis/commands.js';
 
-/** Default tolerance for a claim that arrives before its tick (server time), ms. */
-export const DEFAULT_NOW_GUARD_MS = 100;
+/**
+ * How long before a grid tick (on the node's measured Redis time) its claim is sent, so that
+ * the round trip to Redis is over when the tick comes and the run starts on it. The run itself
+ * never starts before its tick.
+ */
+export const CLAIM_LEAD_MS = 10;
+
+/**
+ * How far before its tick (on Redis time) a claim is accepted: the lead plus room for the
+ * error of the measured offset. Anything earlier is answered `early` and retried at the tick.
+ */
+export const NOW_GUARD_MS = CLAIM_LEAD_MS + 10;
 
 /** A claimed lease. Extend it while the run goes on; release it when the run ends. */
 export interface Lease {
@@ -68,7 +78,7 @@ export interface ClaimRequest {
   holder: string;
   /** `grid` for cron and fixedRate, `delay` for fixedDelay. */
   mode: ClaimMode;
-  /** How far before the tick a claim is accepted (server time), ms. */
+  /** How far before the tick a claim is accepted (server time), ms; default {@link NOW_GUARD_MS}. */
   nowGuardMs?: number;
   /** Count a `done` answer as this claimant's skip (reason claimed) in the job's stats hash. */
   countSkip?: boolean;
@@ -222,7 +232,7 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
       try {
         reply = await claimOne({
           leaseKey, stateKey, statsKey, countSkip: request.countSkip ?? false,
-          tick, leaseMs, holder, mode, nowGuardMs: request.nowGuardMs ?? DEFAULT_NOW_GUARD_MS,
+          tick, leaseMs, holder, mode, nowGuardMs: request.nowGuardMs ?? NOW_GUARD_MS,
         });
       } catch (err) {
         throw redisError(`claiming the lease of job ${jobId} for tick ${tick}`, err);

@@ -7,21 +7,8 @@ import type { Logger } from 'pino';
 import type { Coordinator, ClaimDecision, HeldLease } from '../runner/coordinator.js';
 import type { Keys } from '../redis/keys.js';
 import { measureOffset } from '../redis/time.js';
-import { createLeaseStore } from './lease.js';
+import { CLAIM_LEAD_MS, createLeaseStore } from './lease.js';
 import { watchLease } from './watcher.js';
-
-/**
- * How long before a grid tick (on the node's measured Redis time) its claim is sent, so that
- * the round trip to Redis is over when the tick comes and the run starts on it. The run itself
- * never starts before its tick.
- */
-export const CLAIM_LEAD_MS = 10;
-
-/**
- * How far before its tick (on Redis time) a claim is accepted: the lead plus room for the
- * error of the measured offset. Anything earlier is answered `early` and retried at the tick.
- */
-export const NOW_GUARD_MS = CLAIM_LEAD_MS + 10;
 
 /** How often the offset to Redis time is measured again. */
 export const OFFSET_INTERVAL_MS = 60_000;
@@ -79,7 +66,7 @@ export function redisCoordinator(opts: RedisCoordinatorOptions): RedisCoordinato
     claimLeadMs: CLAIM_LEAD_MS,
     flush: () => store.flush(),
     async claim({ jobId, tick, leaseMs, mode, countSkip }): Promise<ClaimDecision> {
-      const r = await store.claim({ jobId, tick, leaseMs, holder: opts.instanceId, mode: mode === 'delay' ? 'delay' : 'grid', nowGuardMs: NOW_GUARD_MS, countSkip });
+      const r = await store.claim({ jobId, tick, leaseMs, holder: opts.instanceId, mode: mode === 'delay' ? 'delay' : 'grid', countSkip });
       switch (r.kind) {
         case 'claimed': {
           const lease = r.lease;

@@ -218,7 +218,7 @@ export function roleOptions(role: RedisRole, commandTimeoutMs?: number): RedisOp
         enableOfflineQueue: false,
         maxRetriesPerRequest: 0,
         autoResendUnfulfilledCommands: false,
-        // Claims of jobs due at the same instant leave in one write (one pipeline).
+        // The claim and release calls of one instant, and extensions made together, leave in one write.
         enableAutoPipelining: true,
       };
     case 'stats':
