@@ -110,11 +110,9 @@ describe('HTTP routes under random requests', () => {
   const actions: string[] = [];
 
   before(async () => {
-    server = await startRedis();
+    server = await startRedis({ args: ['--requirepass', PASSWORD] });
     admin = server.client();
-    await admin.config('SET', 'requirepass', PASSWORD);
-    await admin.auth(PASSWORD);
-    runner = createRunner({ redisUrl: `redis://:${PASSWORD}@127.0.0.1:${server.port}`, prefix: PREFIX, logger: log.logger, adminToken: TOKEN, instanceId: 'fuzz-http-1', shutdownGrace: '200ms' });
+    runner = createRunner({ redisUrl: server.url, prefix: PREFIX, logger: log.logger, adminToken: TOKEN, instanceId: 'fuzz-http-1', shutdownGrace: '200ms' });
     runner.add({ id: 'tick', fixedRate: '100ms', run: () => undefined });
     runner.add({ id: 'shared.job', scope: 'installation', fixedRate: '200ms', lease: '2s', run: () => undefined });
     runner.add({ id: 'broken', cron: '*/1 * * * * *', run: () => undefined });

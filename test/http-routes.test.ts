@@ -70,11 +70,9 @@ describe('http routes', () => {
   let p1: string;
 
   before(async () => {
-    server = await startRedis();
+    server = await startRedis({ args: ['--requirepass', PASSWORD] });
     admin = server.client();
-    await admin.config('SET', 'requirepass', PASSWORD);
-    await admin.auth(PASSWORD);
-    url = `redis://:${PASSWORD}@127.0.0.1:${server.port}`;
+    url = server.url;
     p1 = prefix();
     main = await node({
       url,

@@ -176,18 +176,13 @@ describe('no admin route without a configured token, in process', () => {
 
 describe('no secret in any output of real processes at LOG_LEVEL=trace', () => {
   let server: TestRedis;
-  let admin: Redis;
   let dir: string;
   let jobs: string;
   let url: string;
 
   before(async () => {
-    server = await startRedis();
-    admin = server.client();
-    // startRedis() waits for an unauthenticated PING, so the password is set once it runs.
-    await admin.config('SET', 'requirepass', PASSWORD);
-    await admin.auth(PASSWORD);
-    url = `redis://:${PASSWORD}@127.0.0.1:${server.port}`;
+    server = await startRedis({ args: ['--requirepass', PASSWORD] });
+    url = server.url;
     dir = await mkdtemp(join(tmpdir(), 'leasehold-security-'));
     jobs = join(dir, 'jobs.mjs');
     await writeFile(jobs, [

@@ -37,11 +37,9 @@ describe('status with real nodes', () => {
   const get = async (port: number, path: string, init?: RequestInit) => fetch(`http://127.0.0.1:${port}${path}`, init);
 
   before(async () => {
-    server = await startRedis();
+    server = await startRedis({ args: ['--requirepass', PASSWORD] });
     cli = server.client();
-    await cli.config('SET', 'requirepass', PASSWORD);
-    await cli.auth(PASSWORD);
-    url = `redis://:${PASSWORD}@127.0.0.1:${server.port}`;
+    url = server.url;
     for (const id of ['node-a', 'node-b']) {
       const proc = spawnLeasehold(['start', '--jobs', 'test/fixtures/jobs-status-cluster.mjs', '--port', '0', '--host', '127.0.0.1'], {
         REDIS_URL: url,
