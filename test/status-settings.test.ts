@@ -73,6 +73,22 @@ describe('settings hash', () => {
     await redis.quit();
   });
 
+  it('a job whose overrides did not change keeps the same object across reads; a change gives a new one', async () => {
+    const { k, redis, settings, changed } = await setup();
+    await admin.hset(k.settings, { 'a.paused': 'true', 'b.cron': '0 0 * * * *' });
+    assert.equal(await settings.load(), true);
+    const [a, b, none] = [settings.get('a'), settings.get('b'), settings.get('nobody')];
+    await admin.hset(k.settings, 'b.cron', '0 30 * * * *');
+    changed.length = 0;
+    assert.equal(await settings.load(), true);
+    assert.equal(settings.get('a'), a, 'unchanged: the same object, so the runner need not resolve it again');
+    assert.notEqual(settings.get('b'), b);
+    assert.deepEqual(settings.get('b'), { cron: '0 30 * * * *' });
+    assert.equal(settings.get('nobody'), none);
+    assert.deepEqual(changed.map((c) => c.id), ['b']);
+    await redis.quit();
+  });
+
   it('bad values are handed over as they are, and never break the reader', async () => {
     const { k, redis, settings } = await setup();
     await admin.hset(k.settings, {

@@ -119,7 +119,12 @@ export class RedisSettings implements SettingsSource {
     const previous = this.values;
     this.values = next;
     const changed = new Set<string>();
-    for (const [id, o] of next) if (!same(o, previous.get(id))) changed.add(id);
+    for (const [id, o] of next) {
+      const before = previous.get(id);
+      // An unchanged job keeps its object: the runner re-resolves a schedule only for a new one.
+      if (before !== undefined && same(o, before)) next.set(id, before);
+      else changed.add(id);
+    }
     for (const [id, o] of previous) if (!next.has(id) && !same(o, undefined)) changed.add(id);
     for (const id of changed) {
       try {
