@@ -41,7 +41,9 @@ export const redisAbsent: Scenario = {
         const times = attempts(node, appearedAt);
         const gaps = times.slice(1).map((t, i) => t - (times[i] ?? t));
         const last = gaps.at(-1) ?? 0;
-        c.add(`${node.id}: reconnects with backoff (attempts farther apart, at most 2 s)`, times.length >= 3 && last >= 700 && last <= 2_600 && times.length <= (appearedAt - t0) / 100,
+        // The cap is 2 s; without it the next gap would be 3.2 s. The slack above 2 s is the
+        // event loop of a node still busy starting on a loaded 2-core machine.
+        c.add(`${node.id}: reconnects with backoff (attempts farther apart, at most 2 s)`, times.length >= 3 && last >= 700 && last <= 2_900 && times.length <= (appearedAt - t0) / 100,
           `${times.length} attempts, gaps ${gaps.slice(0, 4).join(', ')}${gaps.length > 6 ? ', ..., ' : ', '}${gaps.slice(Math.max(4, gaps.length - 2)).join(', ')} ms`);
       }
       await s.redis.restart();
