@@ -4,6 +4,7 @@
  * Redis (SIGSTOP: replies lost, batches retried) and a killed and restarted one (AOF).
  */
 import assert from 'node:assert/strict';
+import { createHook } from 'node:async_hooks';
 import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -183,6 +184,50 @@ describe('stats writer', () => {
     core.emitter.emit('jobState', { jobId: 'inst-all', state: 'ok', cause: undefined });
     await writer.flush();
     assert.equal(await admin.hget(k.stats('inst-all'), 'invalidCause'), '');
+    await writer.stop(1_000);
+    await redis.quit();
+  });
+
+  it('writes on its own timer after an idle gap, and an idle writer keeps no timer', async () => {
+    const p = prefix();
+    const k = keyNames(p);
+    const core = new FakeCore('node-b', [{ id: 'quiet', scope: 'installation', cron: '0 0 * * * *' }]);
+    const redis = await conn();
+    const writer = new StatsWriter({ core, redis, keys: k, logger: memoryLogger().logger });
+    // Timers created while nothing is pending: each would wake the process for nothing.
+    let created = 0;
+    const hook = createHook({ init: (_id, type) => void (type === 'Timeout' && created++) });
+    const timersDuring = async (ms: number): Promise<number> => {
+      created = 0;
+      hook.enable();
+      await sleep(ms);
+      hook.disable();
+      return created - 1; // the sleep's own timer
+    };
+    writer.start();
+    const runEnded = (runId: string): void => {
+      const t = Date.now();
+      core.emitter.emit('runEnded', {
+        jobId: 'quiet', runId, scope: 'installation', instanceId: 'node-b', scheduledAt: t, startedAt: t, lagMs: 0,
+        fencingToken: 1, manual: false, outcome: 'succeeded', endedAt: t, durationMs: 1, error: undefined, cause: undefined,
+      });
+    };
+    const runsInRedis = async (): Promise<string | null> => admin.hget(k.stats('quiet'), 'runs');
+    const until = async (want: string): Promise<void> => {
+      const deadline = Date.now() + 5_000;
+      while ((await runsInRedis()) !== want && Date.now() < deadline) await sleep(20);
+      assert.equal(await runsInRedis(), want);
+    };
+    await until('0');
+    await sleep(100);
+    assert.equal(await timersDuring(1_000), 0, 'nothing pending: no timer armed');
+    runEnded('r-1');
+    await until('1');
+    await sleep(100);
+    assert.equal(await timersDuring(1_000), 0, 'written: no timer armed');
+    runEnded('r-2');
+    runEnded('r-3');
+    await until('3');
     await writer.stop(1_000);
     await redis.quit();
   });

@@ -87,12 +87,12 @@ export class StatsWriter {
     this.writerId = `${opts.core.instanceId}#${randomBytes(6).toString('hex')}`;
     const core = opts.core;
     this.offs.push(
-      core.on('runEnded', (e) => this.slot(e.jobId).pending.addRun(e)),
+      core.on('runEnded', (e) => this.pending(e.jobId).addRun(e)),
       core.on('skipped', (e) => {
         // A claimed skip the claim script already counted is not written again.
-        if (!e.recorded) this.slot(e.jobId).pending.addSkip(e);
+        if (!e.recorded) this.pending(e.jobId).addSkip(e);
       }),
-      core.on('missed', (e) => this.slot(e.jobId).pending.addMissed(e.count)),
+      core.on('missed', (e) => this.pending(e.jobId).addMissed(e.count)),
       core.on('scheduled', (e) => this.onScheduled(e.jobId, e.nextDueAt)),
       core.on('jobState', (e) => this.onJobState(e.jobId, e.state, e.cause)),
     );
@@ -144,6 +144,20 @@ export class StatsWriter {
     return left;
   }
 
+  /** A job's pending batch, about to get something to write: the next write is armed. */
+  private pending(jobId: string): JobBatch {
+    this.wake();
+    return this.slot(jobId).pending;
+  }
+
+  /**
+   * Arms the next write {@link FLUSH_MS} from now unless one is armed or going on (a round
+   * re-arms itself when something is left): an idle node has no timer waking it.
+   */
+  private wake(): void {
+    if (this.timer === undefined && this.cycling === undefined) this.arm(FLUSH_MS);
+  }
+
   private slot(jobId: string): Slot {
     let s = this.slots.get(jobId);
     if (s) return s;
@@ -151,7 +165,10 @@ export class StatsWriter {
     const instanceScoped = (view?.job.scope ?? 'instance') === 'instance';
     s = { jobId, instanceScoped, pending: new JobBatch(instanceScoped, RUNS_CAP), inflight: undefined, scheduleKey: view?.schedule?.trigger.key, state: view?.state ?? 'ok' };
     this.slots.set(jobId, s);
-    if (view) s.pending.initialize(describeJob(view), iso(this.opts.core.now()));
+    if (view) {
+      s.pending.initialize(describeJob(view), iso(this.opts.core.now()));
+      this.wake();
+    }
     this.opts.onNewJob?.(jobId);
     return s;
   }
@@ -168,9 +185,11 @@ export class StatsWriter {
       const view = this.opts.core.job(jobId);
       if (view) s.pending.describe(describeJob(view));
     }
+    if (!s.pending.isEmpty) this.wake();
   }
 
   private onJobState(jobId: string, state: string, cause: string | undefined): void {
+    this.wake();
     const s = this.slot(jobId);
     s.pending.setField('invalidCause', state === 'invalidSchedule' ? (cause ?? 'invalid schedule') : '');
     if (state === 'ok' && s.state !== 'ok') s.pending.setField('resumedAt', iso(this.opts.core.now()));
@@ -184,6 +203,7 @@ export class StatsWriter {
    * schedule's validity (so a cause written by a node that is gone does not stay forever).
    */
   private touch(): void {
+    this.wake();
     const now = iso(this.opts.core.now());
     for (const view of this.opts.core.jobs()) {
       const s = this.slot(view.job.id);
@@ -197,17 +217,21 @@ export class StatsWriter {
     if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      void this.cycle().finally(() => {
-        this.arm(this.failures === 0 ? FLUSH_MS : Math.min(MAX_BACKOFF_MS, FLUSH_MS * 2 ** Math.min(this.failures, 8)));
-      });
+      void this.cycle();
     }, ms);
     this.timer.unref();
   }
 
-  /** One round: every job with an unacknowledged or pending batch sends one batch. */
+  /**
+   * One round: every job with an unacknowledged or pending batch sends one batch. What is
+   * left (events during the round, a failure) is written in the next round, armed here.
+   */
   private cycle(): Promise<void> {
     this.cycling ??= this.runCycle().finally(() => {
       this.cycling = undefined;
+      if (this.timer === undefined && this.backlog > 0) {
+        this.arm(this.failures === 0 ? FLUSH_MS : Math.min(MAX_BACKOFF_MS, FLUSH_MS * 2 ** Math.min(this.failures, 8)));
+      }
     });
     return this.cycling;
   }
