@@ -59,7 +59,7 @@ export const KEY_TABLE: readonly KeyDescription[] = [
   { pattern: '<prefix>:{<jobId>}:runs', type: 'list', purpose: 'the job\'s 50 most recent runs, newest first: JSON `{outcome, instance, scheduledAt, startedAt, durationMs, error, fencingToken, manual}`' },
   { pattern: '<prefix>:{<jobId>}:batches', type: 'hash', purpose: 'stats writer `<instanceId>#<nonce>` -> `<seq>:<serverMs>` of its highest applied batch, so a retried batch counts once; expires after 7 days' },
   { pattern: '<prefix>:settings', type: 'hash', purpose: 'operator overrides: `<jobId>.paused`, `<jobId>.cron`, ...' },
-  { pattern: '<prefix>:jobs', type: 'set', purpose: 'ids of every registered job (re-added by every heartbeat)' },
+  { pattern: '<prefix>:jobs', type: 'set', purpose: 'ids of every registered job (added at start, when a job is added, after a reconnection, and every minute by each node)' },
   { pattern: '<prefix>:instances', type: 'zset', purpose: 'instance ids scored by last seen (ms); members unseen for 60 s are dropped' },
   { pattern: '<prefix>:instance:<id>', type: 'hash', purpose: 'one instance: `id`, `host`, `pid`, `version`, `startedAt`, `lastSeenAt`, `jobs`; TTL 15 s, refreshed every 5 s, so it expires when the node dies' },
   { pattern: '<prefix>:control', type: 'channel', purpose: 'pub/sub channel: `{"type":"settings"}` after a settings change, `{"type":"run","jobId":...}` to run an instance job on every node' },

@@ -20,6 +20,12 @@ export const HEARTBEAT_MS = 5_000;
 export const HEARTBEAT_TTL_MS = 15_000;
 /** Members of the instances set not seen for this long are removed, in ms. */
 export const INSTANCE_FORGET_MS = 60_000;
+/**
+ * The job ids are added to the job set with the first heartbeat, after a job is added, after a
+ * failed heartbeat or a reconnection, and again this often (in case the set was deleted), in ms:
+ * not with every heartbeat, which for a node of thousands of jobs is thousands of members.
+ */
+export const JOBS_REFRESH_MS = 60_000;
 
 /** Options of {@link Registry}. */
 export interface RegistryOptions {
@@ -46,9 +52,17 @@ export class Registry {
   private beating: Promise<void> | undefined;
   private stopped = false;
   private failing = false;
+  /** This node's job ids as last read, and whether they must be read and sent again. */
+  private ids: string[] = [];
+  private idsDirty = true;
+  private idsSentAt = -Infinity;
 
   constructor(private readonly opts: RegistryOptions) {
     this.startedAt = iso(opts.now());
+    // A new connection may be to a Redis that lost its data (restarted, failed over): send the ids again.
+    opts.redis.on('ready', () => {
+      this.idsSentAt = -Infinity;
+    });
   }
 
   /** Beats now and every {@link HEARTBEAT_MS}. Never throws: a failed beat is retried by the next. */
@@ -81,6 +95,7 @@ export class Registry {
 
   /** Adds job ids to the job set soon (a job added after start). */
   addJob(): void {
+    this.idsDirty = true;
     if (!this.stopped && this.timer) void this.beat();
   }
 
@@ -97,7 +112,12 @@ export class Registry {
     if (redis.status !== 'ready') return;
     const now = this.opts.now();
     const key = keys.instance(instanceId);
-    const ids = this.opts.jobIds();
+    const sendIds = this.idsDirty || now - this.idsSentAt >= JOBS_REFRESH_MS;
+    if (this.idsDirty) {
+      this.ids = this.opts.jobIds();
+      this.idsDirty = false;
+    }
+    const ids = sendIds ? this.ids : [];
     const fields = {
       id: instanceId,
       host: hostname(),
@@ -105,7 +125,7 @@ export class Registry {
       version: this.opts.version,
       startedAt: this.startedAt,
       lastSeenAt: iso(now),
-      jobs: String(ids.length),
+      jobs: String(this.ids.length),
     };
     try {
       // One pipeline; on a Cluster one per key, as the three keys live in different slots.
@@ -118,9 +138,11 @@ export class Registry {
       if (failed?.[0]) throw failed[0];
       if (this.failing) this.opts.logger.debug('heartbeat written again');
       this.failing = false;
+      if (sendIds) this.idsSentAt = now;
     } catch (err) {
       if (!this.failing) this.opts.logger.debug({ error: errorMessage(err) }, 'heartbeat not written; retrying');
       this.failing = true;
+      this.idsSentAt = -Infinity;
     }
   }
 
