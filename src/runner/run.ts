@@ -137,17 +137,19 @@ export function executeRun(p: RunParams): ActiveRun {
 
   p.emitter.emit('runStarted', started);
 
-  const settled = Promise.resolve()
-    .then(() => p.job.run(ctx))
-    .then(
-      () => (checkLease(), abortedReason ? report(OUTCOME_OF[abortedReason], abortError?.message, abortError) : report('succeeded', undefined, undefined)),
-      (err: unknown) => {
+  const settled = (async (): Promise<void> => {
+    try {
+      try {
+        await null; // the handler starts after executeRun has returned, never inside it
+        await p.job.run(ctx);
+        checkLease();
+        if (abortedReason) report(OUTCOME_OF[abortedReason], abortError?.message, abortError);
+        else report('succeeded', undefined, undefined);
+      } catch (err) {
         checkLease();
         if (abortedReason) report(OUTCOME_OF[abortedReason], abortError?.message, err);
         else report('failed', errorMessage(err), err);
-      },
-    )
-    .then(async () => {
+      }
       clearTimeout(timeout);
       if (reportTimer) clearTimeout(reportTimer);
       watcher?.stop();
@@ -157,8 +159,10 @@ export function executeRun(p: RunParams): ActiveRun {
           p.logger.warn({ err, jobId: p.job.id }, 'releasing the lease failed; it expires on its own');
         });
       }
-    })
-    .catch((err: unknown) => p.logger.error({ err, jobId: p.job.id }, 'run bookkeeping failed'));
+    } catch (err) {
+      p.logger.error({ err, jobId: p.job.id }, 'run bookkeeping failed');
+    }
+  })();
 
   return {
     runId,

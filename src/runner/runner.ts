@@ -74,6 +74,40 @@ interface Slot {
   readonly readsEnv: boolean;
 }
 
+/**
+ * What holds a slot while its claim is in flight, so nothing overlaps it. `settled` (made only
+ * when a stop asks for it) resolves once the claim's answer is handled.
+ */
+class Claiming implements ActiveRun {
+  readonly abortedReason = undefined;
+  private done = false;
+  private resolve: (() => void) | undefined;
+  private promise: Promise<void> | undefined;
+
+  constructor(
+    private readonly tick: number,
+    readonly startedAt: number,
+  ) {}
+
+  get runId(): string {
+    return `claim-${this.tick}`;
+  }
+
+  get settled(): Promise<void> {
+    this.promise ??= this.done ? Promise.resolve() : new Promise<void>((resolve) => (this.resolve = resolve));
+    return this.promise;
+  }
+
+  handled(): void {
+    this.done = true;
+    this.resolve?.();
+  }
+
+  abort(): void {}
+
+  reportNow(): void {}
+}
+
 /** The runner core. Create it with `createRunner`. */
 export class RunnerCore {
   private readonly clock: Required<Clock>;
@@ -483,15 +517,8 @@ export class RunnerCore {
     const claim = this.coordinator.claim({ jobId: slot.job.id, tick, leaseMs: eff.leaseMs, mode, countSkip: !catchUp && mode !== 'manual' });
     // `settled` resolves once the answer is handled (a lease won while stopping is released
     // and its tick counted), so a stop waits for that before closing the connections.
-    let handled: () => void = () => {};
-    const claiming: ActiveRun = {
-      runId: `claim-${tick}`,
-      startedAt: this.now(),
-      abortedReason: undefined,
-      settled: new Promise<void>((resolve) => (handled = resolve)),
-      abort: () => {},
-      reportNow: () => {},
-    };
+    const claiming = new Claiming(tick, this.now());
+    const handled = (): void => claiming.handled();
     slot.running = claiming;
     let decision;
     try {
