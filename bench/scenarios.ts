@@ -39,6 +39,8 @@ export interface StatusScenario {
   readonly holdRequestsForMs: number;
   /** How long the holding node runs before its RSS is read. */
   readonly holdSettleMs: number;
+  /** Then how long its CPU is measured with none of its jobs due. */
+  readonly holdIdleForMs: number;
   /** Whether the peers' workers hold 10,000 jobs too (for comparison; left out of the quick mode). */
   readonly holdPeers: boolean;
 }
@@ -119,6 +121,7 @@ export function statusScenario(s: BenchSettings): StatusScenario {
     holdCron: '0 0 * * * *',
     holdRequestsForMs: s.quick ? 0 : 5_000,
     holdSettleMs: s.quick ? 500 : 5_000,
+    holdIdleForMs: s.quick ? 1_000 : 20_000,
     holdPeers: !s.quick,
   };
 }

@@ -31,6 +31,8 @@ export interface StatusFigures {
   readonly manageJobs: HttpFigures | null;
   /** RSS of one process holding `holdJobs` jobs, MB. */
   readonly holdRssMb: number | null;
+  /** CPU of that process (every thread) while none of its jobs is due, ms per second. */
+  readonly holdIdleCpuMsPerS?: number | null;
   readonly holdJobs: number;
   /** `GET /manage/jobs` on the node holding `holdJobs` jobs. */
   readonly manageJobsHold?: HttpFigures | null;
@@ -151,6 +153,19 @@ async function measure(ports: readonly number[], path: string, forMs: number, ev
   return { ...spread(latencies), requests: latencies.length, errors, statuses, bodyBytes: bytes };
 }
 
+/** User + system CPU of a process (every thread) from /proc, ms (null where /proc is not there). */
+function cpuMs(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name: state is the first, utime the 12th, stime the 13th (clock ticks of 10 ms).
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return Number.isFinite(ticks) ? ticks * 10 : null;
+  } catch {
+    return null;
+  }
+}
+
 /** RSS of a process from /proc, MB (null where /proc is not there). */
 function rssMb(pid: number): number | null {
   try {
@@ -181,6 +196,7 @@ async function statusLatency(s: StatusScenario): Promise<{ figures: HttpFigures 
 
 interface Hold {
   readonly rssMb: number | null;
+  readonly idleCpuMsPerS: number | null;
   readonly manageJobs?: HttpFigures | null;
   readonly rssAfterRequestsMb?: number | null;
 }
@@ -210,13 +226,21 @@ async function holdMemory(s: StatusScenario, systems: readonly SystemName[]): Pr
       }),
     );
     await sleep(s.holdSettleMs);
-    // Every RSS at rest first, then the status of the leasehold node (which allocates).
-    for (const p of pids) out.set(p.system, { rssMb: rssMb(p.pid) });
+    // Every RSS and the CPU with nothing due first, then the status of the leasehold node (which allocates).
+    const before = pids.map((p) => cpuMs(p.pid));
+    await sleep(s.holdIdleForMs);
+    pids.forEach((p, i) => {
+      const from = before[i];
+      const to = cpuMs(p.pid);
+      const idle = from === null || from === undefined || to === null ? null : Math.round(((to - from) / (s.holdIdleForMs / 1000)) * 10) / 10;
+      out.set(p.system, { rssMb: rssMb(p.pid), idleCpuMsPerS: idle });
+    });
     for (const p of pids) {
       if (p.port === undefined) continue;
       const first = await firstAnswer(p.port, '/manage/jobs', 3_000);
       const manageJobs = first === null ? null : { ...(await measure([p.port], '/manage/jobs', s.holdRequestsForMs, 50)), firstMs: first };
-      out.set(p.system, { rssMb: out.get(p.system)?.rssMb ?? null, manageJobs, rssAfterRequestsMb: rssMb(p.pid) });
+      const at = out.get(p.system);
+      out.set(p.system, { rssMb: at?.rssMb ?? null, idleCpuMsPerS: at?.idleCpuMsPerS ?? null, manageJobs, rssAfterRequestsMb: rssMb(p.pid) });
     }
     return out;
   } finally {
@@ -235,6 +259,7 @@ export async function runStatus(s: StatusScenario, systems: readonly SystemName[
     result[system] = {
       manageJobs: system === 'leasehold' ? (latency?.figures ?? null) : null,
       holdRssMb: h?.rssMb ?? null,
+      holdIdleCpuMsPerS: h?.idleCpuMsPerS ?? null,
       holdJobs: s.holdJobs,
       ...(h?.manageJobs !== undefined ? { manageJobsHold: h.manageJobs, holdRssAfterRequestsMb: h.rssAfterRequestsMb ?? null } : {}),
       ...(system === 'leasehold' && latency?.note ? { note: latency.note } : system !== 'leasehold' ? { note: s.holdPeers ? 'no status API; RSS of one worker' : 'no status API; RSS measured in the full run only' } : {}),

@@ -38,7 +38,7 @@ export function formatTable(results: BenchResults): string {
       } else {
         const h = f.manageJobs;
         const hold = f.manageJobsHold;
-        status.push([s.name, system, h ? cell(h.p50) : '-', h ? cell(h.p99) : '-', h ? cell(h.firstMs) : '-', h ? cell(h.requests) : '-', h ? cell(h.errors) : '-', cell(f.holdRssMb), hold ? cell(hold.firstMs) : '-', hold && hold.requests > 0 ? cell(hold.p50) : '-', f.note ?? '']);
+        status.push([s.name, system, h ? cell(h.p50) : '-', h ? cell(h.p99) : '-', h ? cell(h.firstMs) : '-', h ? cell(h.requests) : '-', h ? cell(h.errors) : '-', cell(f.holdRssMb), cell(f.holdIdleCpuMsPerS ?? null), hold ? cell(hold.firstMs) : '-', hold && hold.requests > 0 ? cell(hold.p50) : '-', f.note ?? '']);
       }
     }
   }
@@ -47,7 +47,7 @@ export function formatTable(results: BenchResults): string {
     parts.push(columns(['scenario', 'system', 'kill at ms', 'in flight', 'miss', 'miss beyond lease', 'late ticks', 'late p50', 'late max', 'in-flight re-run', 're-run late max'], crashes));
   }
   if (status.length > 0) {
-    parts.push(columns(['scenario', 'system', 'GET p50 ms', 'p99 ms', 'first ms', 'requests', 'errors', 'RSS MB (10k jobs)', '10k first ms', '10k p50 ms', 'note'], status));
+    parts.push(columns(['scenario', 'system', 'GET p50 ms', 'p99 ms', 'first ms', 'requests', 'errors', 'RSS MB (10k jobs)', 'idle CPU ms/s', '10k first ms', '10k p50 ms', 'note'], status));
   }
   return parts.join('\n\n');
 }
