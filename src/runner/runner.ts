@@ -518,7 +518,6 @@ export class RunnerCore {
     // `settled` resolves once the answer is handled (a lease won while stopping is released
     // and its tick counted), so a stop waits for that before closing the connections.
     const claiming = new Claiming(tick, this.now());
-    const handled = (): void => claiming.handled();
     slot.running = claiming;
     let decision;
     try {
@@ -526,7 +525,7 @@ export class RunnerCore {
     } catch (err) {
       if (slot.running === claiming) slot.running = undefined;
       this.claimFailed(slot, tick, mode === 'manual', err);
-      handled();
+      claiming.handled();
       return;
     }
     // A claim sent ahead of its tick: the run starts on the tick, never before it.
@@ -539,10 +538,10 @@ export class RunnerCore {
         if (mode !== 'manual') this.emitter.emit('missed', { jobId: slot.job.id, count: 1, afterTick: decision.previousTick ?? tick, beforeTick: tick });
         await decision.lease.release(undefined).catch(() => false);
       }
-      handled();
+      claiming.handled();
       return;
     }
-    handled();
+    claiming.handled();
     const now = this.now();
     switch (decision.kind) {
       case 'claimed':
