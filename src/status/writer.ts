@@ -1,7 +1,8 @@
 /**
  * The stats writer: a listener of the runner's events that merges outcomes, skips and
- * missed ticks per job and writes them with one `record.lua` call per job per batch, at
- * most every {@link FLUSH_MS}. While Redis is away the batches stay in memory (merged, so
+ * missed ticks per job and writes them through `record.lua` (many jobs' batches per call),
+ * {@link FLUSH_MS} after something became pending and at most that often; with nothing
+ * pending no timer is armed. While Redis is away the batches stay in memory (merged, so
  * bounded by the number of jobs) and are retried with backoff; a batch is retried with
  * the same sequence number until Redis acknowledges it, so it never counts twice.
  * @module
