@@ -5,7 +5,7 @@
  * reaching every node.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, afterEach, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { keys as keyNames } from '../src/redis/keys.js';
@@ -115,5 +115,103 @@ describe('control through redis', () => {
     assert.equal(res?.statusCode, 202);
     assert.equal(res?.body['notified'], 2);
     await until('ran on both', () => nodes.every((n, i) => n.started.filter((e) => e.jobId === 'rare' && e.manual).length === (before[i] ?? 0) + 1), 2_000);
+  });
+});
+
+/**
+ * How a node hears of an operator's HSET: Redis tells it (client-side caching), so it reads
+ * the settings hash once per change and every few seconds as a safety net, not every 500 ms;
+ * after Redis restarts it asks again. Where the ACL refuses tracking, it polls, and a pause
+ * still takes effect within a second.
+ */
+describe('settings tracking', () => {
+  let server: TestRedis;
+  let admin: Redis;
+  const PFX = 'tracking-test';
+  const tk = keyNames(PFX);
+  const open: Array<{ core: RunnerCore; layer: StatusLayer }> = [];
+
+  /** A node with one job beating every 100 ms; `url` may name an ACL user. */
+  async function node(id: string, url: string, log = memoryLogger()): Promise<TestNode> {
+    const core = new RunnerCore({ instanceId: id, logger: log.logger, shutdownGraceMs: 200 });
+    core.add({ id: 'beat', fixedRate: '100ms', run: () => undefined });
+    const layer = createStatusLayer({ core, redis: { url }, prefix: PFX, logger: log.logger });
+    core.setSettings(layer.settings);
+    const started: RunStartedEvent[] = [];
+    core.on('runStarted', (e) => started.push(e));
+    await layer.start();
+    core.start();
+    open.push({ core, layer });
+    return { core, layer, started, warnings: [] };
+  }
+
+  /** How many times the settings hash is read during `ms`, seen through MONITOR. */
+  async function settingsReads(ms: number): Promise<number> {
+    const monitor = await admin.monitor();
+    let reads = 0;
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      if (args[0]?.toLowerCase() === 'hgetall' && args[1] === tk.settings) reads++;
+    });
+    await sleep(ms);
+    monitor.disconnect();
+    return reads;
+  }
+
+  /** Pauses `beat` with HSET as an operator would; resolves with how long the node took. */
+  async function pauseTakes(n: TestNode): Promise<number> {
+    const t0 = Date.now();
+    await admin.hset(tk.settings, 'beat.paused', 'true');
+    await until('paused', () => n.core.job('beat')?.state === 'paused', 3_000);
+    const took = Date.now() - t0;
+    await admin.hdel(tk.settings, 'beat.paused');
+    await until('resumed', () => n.core.job('beat')?.state === 'ok', 3_000);
+    return took;
+  }
+
+  before(async () => {
+    server = await startRedis();
+    admin = server.client();
+    admin.on('error', () => undefined);
+  });
+  afterEach(async () => {
+    for (const n of open.splice(0)) {
+      await n.core.stop();
+      await n.layer.stop();
+    }
+  });
+  after(async () => {
+    await server.stop();
+  });
+
+  it('the node reads the hash once per change, not on a 500 ms poll, and a pause still applies at once; again after Redis restarts', async () => {
+    const n = await node('t-1', server.url);
+    await sleep(300);
+    // A 500 ms poll would read it 5 or 6 times in 2.5 s; the safety net reads at most once.
+    assert.ok((await settingsReads(2_500)) <= 1, 'no 500 ms poll while Redis tracks the hash');
+    assert.ok((await pauseTakes(n)) < 400, 'the HSET reached the node at once');
+
+    await server.kill();
+    await server.restart(); // empty: this server keeps nothing
+    admin = server.client();
+    admin.on('error', () => undefined);
+    await until('the node is back', async () => {
+      const list = await admin.client('LIST') as string;
+      return /name=leasehold-sub .*flags=\S*t/.test(list);
+    }, 10_000);
+    await sleep(300);
+    assert.ok((await settingsReads(2_500)) <= 1, 'tracking is asked for again after the restart');
+    assert.ok((await pauseTakes(n)) < 400);
+  });
+
+  it('under an ACL without CLIENT TRACKING the node polls every 500 ms, says so once, and a pause applies within a second', async () => {
+    await admin.call('ACL', 'SETUSER', 'polling', 'on', '>polling-secret', 'resetkeys', `~${PFX}:*`, 'resetchannels', `&${PFX}:*`, '+@all', '-client|id', '-client|tracking');
+    const log = memoryLogger();
+    const n = await node('t-2', `redis://polling:polling-secret@127.0.0.1:${String(server.port)}`, log);
+    const reads = await settingsReads(2_500);
+    assert.ok(reads >= 3, `the hash is polled (${String(reads)} reads in 2.5 s)`);
+    assert.ok((await pauseTakes(n)) <= 1_000, 'a pause within a second');
+    const said = log.lines.filter((l) => String(l['msg']).includes('reading the settings hash every 500 ms'));
+    assert.equal(said.length, 1, log.text());
+    assert.ok(!log.text().includes('polling-secret'), 'the password is not logged');
   });
 });

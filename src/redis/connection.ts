@@ -10,7 +10,8 @@ import { ErrorCodes, LeaseholdError } from '../errors.js';
 /**
  * What a connection is for. `lease`: claims and extensions, fail fast.
  * `stats`: counters and status reads, fail fast (the stats writer keeps what
- * it could not write). `sub`: pub/sub, waits for Redis and resubscribes.
+ * it could not write). `sub`: pub/sub; on one server its owner subscribes again on every
+ * `'ready'`, on a Cluster ioredis resubscribes.
  */
 export type RedisRole = 'lease' | 'stats' | 'sub';
 
@@ -231,11 +232,14 @@ export function roleOptions(role: RedisRole, commandTimeoutMs?: number): RedisOp
         autoResendUnfulfilledCommands: false,
       };
     case 'sub':
+      // Its owner sets it up again on every 'ready' (CLIENT TRACKING must be on before the
+      // connection enters subscriber mode), so ioredis neither queues, resends nor resubscribes.
       return {
         ...common,
         commandTimeout: commandTimeoutMs,
-        enableOfflineQueue: true,
-        autoResubscribe: true,
+        enableOfflineQueue: false,
+        autoResubscribe: false,
+        autoResendUnfulfilledCommands: false,
       };
   }
 }
@@ -248,7 +252,10 @@ export function roleOptions(role: RedisRole, commandTimeoutMs?: number): RedisOp
  * limit of 16 redirections).
  */
 export function clusterRoleOptions(role: RedisRole, commandTimeoutMs: number | undefined, nodeOptions: RedisOptions = {}): ClusterOptions {
-  const { retryStrategy: _perNode, enableOfflineQueue, ...perNode } = roleOptions(role, commandTimeoutMs);
+  const { retryStrategy: _perNode, enableOfflineQueue: roleQueue, ...perNode } = roleOptions(role, commandTimeoutMs);
+  // A Cluster's subscriber is ioredis's own connection, which resubscribes by itself; the
+  // subscription waits in the cluster's offline queue until the slots are known.
+  const enableOfflineQueue = role === 'sub' ? true : roleQueue;
   const { host: _host, port: _port, db: _db, ...auth } = nodeOptions;
   return {
     enableOfflineQueue,

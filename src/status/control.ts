@@ -4,8 +4,11 @@
  * `{"type":"run","jobId":"<id>"}` (run an instance job now on every node that has it).
  * @module
  */
-import type { RedisClient } from '../redis/connection.js';
+import { Cluster, type Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import type { RedisClient } from '../redis/connection.js';
+import { errorMessage } from '../errors.js';
+import { SETTINGS_POLL_MS } from './settings.js';
 
 /** A control message. */
 export type ControlMessage = { readonly type: 'settings'; readonly jobId?: string } | { readonly type: 'run'; readonly jobId: string };
@@ -31,12 +34,49 @@ export async function publishControl(redis: RedisClient, channel: string, messag
   return redis.publish(channel, JSON.stringify(message));
 }
 
+/** The channel on which Redis tells a tracking connection that a key it watches changed. */
+export const INVALIDATE_CHANNEL = '__redis__:invalidate';
+
+/** What the settings source hears from the `sub` connection; see {@link subscribeControl}. */
+export interface SettingsWatch {
+  /** `<prefix>:settings`. */
+  readonly key: string;
+  /** The key was written, deleted, expired or flushed. */
+  readonly onChange: () => void;
+  /**
+   * true: from now on Redis tells of every change of the key. false: it may not (the
+   * connection is down, on a Cluster, or Redis or the ACL refused tracking); poll instead.
+   */
+  readonly onWatching: (watching: boolean) => void;
+}
+
+/** Options of {@link subscribeControl}. */
+export interface SubscribeControlOptions {
+  /** `<prefix>:control`. */
+  readonly channel: string;
+  readonly logger: Logger;
+  readonly onMessage: (m: ControlMessage) => void;
+  /** Watch the settings hash through Redis's client-side caching (one server or Sentinel). */
+  readonly watch?: SettingsWatch;
+}
+
 /**
- * Subscribes `sub` (a `sub` connection, used for nothing else) to `channel` once it is
- * ready; resubscribes after reconnects. Resolves once subscribed.
+ * Subscribes `sub` (a `sub` connection, used for nothing else) to the control channel, and
+ * again after each reconnection. On one server (or behind Sentinel) it first asks Redis to
+ * track the settings key (`CLIENT TRACKING ON REDIRECT <own id> BCAST PREFIX <key>`), so an
+ * HSET by an operator reaches the node as a message on {@link INVALIDATE_CHANNEL} at once.
+ * Tracking must be switched on before the connection enters subscriber mode, which is why
+ * this connection subscribes itself on every `'ready'` rather than leaving it to ioredis.
+ * Resolves once first subscribed to the control channel (never rejects: a refusal is logged
+ * and tried again on the next connection).
  */
-export function subscribeControl(sub: RedisClient, channel: string, logger: Logger, onMessage: (m: ControlMessage) => void): Promise<void> {
+export function subscribeControl(sub: RedisClient, opts: SubscribeControlOptions): Promise<void> {
+  const { channel, logger, onMessage, watch } = opts;
   sub.on('message', (ch: string, text: string) => {
+    if (ch === INVALIDATE_CHANNEL) {
+      watch?.onChange();
+      return;
+    }
     if (ch !== channel) return;
     const m = parseControl(text);
     if (!m) {
@@ -49,9 +89,67 @@ export function subscribeControl(sub: RedisClient, channel: string, logger: Logg
       logger.error({ err, type: m.type }, 'handling a control message failed');
     }
   });
-  // Subscribing before the connection is ready races with ioredis's own handshake (its ready
-  // check is refused in subscriber mode); after the first subscription, ioredis resubscribes.
-  const subscribe = (): Promise<void> => sub.subscribe(channel).then(() => undefined);
-  if (sub.status === 'ready') return subscribe();
-  return new Promise((resolve, reject) => sub.once('ready', () => subscribe().then(resolve, reject)));
+  if (sub instanceof Cluster) {
+    // A Cluster's subscriber connection is ioredis's own and resubscribes by itself; it tracks
+    // nothing (invalidations would come from the node holding the key, on another connection).
+    watch?.onWatching(false);
+    const subscribe = (): Promise<void> => sub.subscribe(channel).then(() => undefined);
+    if (sub.status === 'ready') return subscribe();
+    return new Promise((resolve, reject) => sub.once('ready', () => subscribe().then(resolve, reject)));
+  }
+  return subscribeServer(sub, opts);
+}
+
+/** {@link subscribeControl} on one server: tracking, then the subscriptions, on every `'ready'`. */
+function subscribeServer(sub: Redis, { channel, logger, watch }: SubscribeControlOptions): Promise<void> {
+  let connection = 0; // counts connections, so that the setup of a closed one stops there
+  let refusedOnce = false;
+  /** Sets up the current connection; false when it closed before it was subscribed. */
+  const setUp = async (): Promise<boolean> => {
+    const mine = connection;
+    const refused = (what: string, err: unknown): void => {
+      if (!refusedOnce && mine === connection) {
+        logger.info({ error: errorMessage(err) }, '%s (%s); reading the settings hash every %d ms instead', what, errorMessage(err), SETTINGS_POLL_MS);
+      }
+      refusedOnce = true;
+    };
+    let tracking = false;
+    if (watch) {
+      try {
+        const id = await sub.client('ID');
+        await sub.client('TRACKING', 'ON', 'REDIRECT', String(id), 'BCAST', 'PREFIX', watch.key);
+        tracking = true;
+      } catch (err) {
+        refused('Redis does not track the settings hash for this node', err);
+      }
+    }
+    if (mine !== connection) return false;
+    await sub.subscribe(channel);
+    if (!tracking || mine !== connection) return mine === connection;
+    try {
+      await sub.subscribe(INVALIDATE_CHANNEL);
+    } catch (err) {
+      refused(`subscribing to ${INVALIDATE_CHANNEL} was refused`, err);
+      return mine === connection;
+    }
+    if (mine === connection) watch?.onWatching(true);
+    return mine === connection;
+  };
+  sub.on('close', () => {
+    connection++;
+    watch?.onWatching(false);
+  });
+  let subscribed: (() => void) | undefined;
+  const firstSubscribed = new Promise<void>((resolve) => (subscribed = resolve));
+  const onReady = (): void => {
+    setUp().then(
+      (done) => {
+        if (done) subscribed?.();
+      },
+      (err: unknown) => logger.warn({ error: errorMessage(err) }, 'subscribing to the control channel failed (%s); trying again when the connection is back', errorMessage(err)),
+    );
+  };
+  sub.on('ready', onReady);
+  if (sub.status === 'ready') onReady();
+  return firstSubscribed;
 }

@@ -156,20 +156,24 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
         reachable = false;
         logger.warn({ error: errorMessage(err) }, 'Redis is not reachable for the status yet; counting in memory and retrying');
       }
-      const subscribed = subscribeControl(sub, keys.control, logger, (m) => {
-        if (m.type === 'settings') void settings.load();
-        else if (core.job(m.jobId)?.job.scope === 'instance') {
-          logger.info({ jobId: m.jobId }, 'run of %s requested through the control channel', m.jobId);
-          core.runNow(m.jobId);
-        }
+      const subscribed = subscribeControl(sub, {
+        channel: keys.control,
+        logger,
+        onMessage: (m) => {
+          if (m.type === 'settings') void settings.load();
+          else if (core.job(m.jobId)?.job.scope === 'instance') {
+            logger.info({ jobId: m.jobId }, 'run of %s requested through the control channel', m.jobId);
+            core.runNow(m.jobId);
+          }
+        },
+        watch: { key: keys.settings, onChange: () => void settings.load(), onWatching: (on) => settings.watching(on) },
       });
-      subscribed.catch((err: unknown) => logger.debug({ error: errorMessage(err) }, 'subscribing to the control channel failed'));
       await settings.load();
       settings.start();
       writer.start();
       await registry.start();
       // With Redis there, be subscribed before the first fire; without, go on (it resubscribes).
-      if (reachable) await Promise.race([subscribed.catch(() => undefined), new Promise((r) => setTimeout(r, START_WAIT_MS).unref())]);
+      if (reachable) await Promise.race([subscribed, new Promise((r) => setTimeout(r, START_WAIT_MS).unref())]);
     },
     async stop() {
       metrics.detach();

@@ -1,10 +1,13 @@
 /**
  * The settings source backed by the hash `<prefix>:settings` (SPEC 6): fields
  * `<jobId>.paused`, `.cron`, `.zone`, `.fixedRate`, `.fixedDelay`, `.timeout`, `.lease`.
- * The hash is read every {@link SETTINGS_POLL_MS} (and at once on a control message); the
- * runner reads the last values synchronously from memory, so a slow or absent Redis never
- * blocks it, and the last known settings stay in force. Jobs whose fields changed are
- * handed to `onChange` (the runner's `refresh`).
+ * The hash is read at once when Redis tells that it changed (client-side caching, see
+ * `subscribeControl`) or a control message asks, on every reconnection, and every
+ * {@link SETTINGS_WATCHED_POLL_MS} as a safety net; where Redis cannot tell (a Cluster, an
+ * ACL without `CLIENT TRACKING`, Redis older than 6) every {@link SETTINGS_POLL_MS}, which
+ * keeps a pause within a second either way. The runner reads the last values synchronously
+ * from memory, so a slow or absent Redis never blocks it, and the last known settings stay in
+ * force. Jobs whose fields changed are handed to `onChange` (the runner's `refresh`).
  * @module
  */
 import type { RedisClient } from '../redis/connection.js';
@@ -13,8 +16,10 @@ import type { SettingsSource } from '../runner/runner.js';
 import type { JobOverrides } from '../schedule/trigger.js';
 import { errorMessage } from '../errors.js';
 
-/** The settings hash is read this often, in ms. */
+/** The settings hash is read this often, in ms, while Redis does not tell of its changes. */
 export const SETTINGS_POLL_MS = 500;
+/** The settings hash is read this often, in ms, while Redis tells of its changes. */
+export const SETTINGS_WATCHED_POLL_MS = 5_000;
 
 /** The per-job fields of the settings hash. */
 export const SETTING_FIELDS = ['paused', 'cron', 'zone', 'fixedRate', 'fixedDelay', 'timeout', 'lease'] as const;
@@ -65,6 +70,8 @@ export class RedisSettings implements SettingsSource {
   private loading: Promise<boolean> | undefined;
   private again = false;
   private failing = false;
+  private polling = false;
+  private watched = false;
 
   constructor(private readonly opts: RedisSettingsOptions) {}
 
@@ -91,15 +98,35 @@ export class RedisSettings implements SettingsSource {
 
   /** Starts polling. */
   start(): void {
-    this.timer ??= setInterval(() => void this.load(), SETTINGS_POLL_MS);
-    this.timer.unref();
+    if (this.polling) return;
+    this.polling = true;
+    this.arm();
+  }
+
+  /**
+   * Redis tells of every change of the hash from now on (true), or may not (false): the hash
+   * is then read every {@link SETTINGS_WATCHED_POLL_MS} or every {@link SETTINGS_POLL_MS}.
+   * Becoming watched reads it once, for what changed before the tracking began.
+   */
+  watching(on: boolean): void {
+    if (on === this.watched) return;
+    this.watched = on;
+    if (on) void this.load();
+    if (this.polling) this.arm();
   }
 
   /** Stops polling. */
   async stop(): Promise<void> {
+    this.polling = false;
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     await this.loading;
+  }
+
+  private arm(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = setInterval(() => void this.load(), this.watched ? SETTINGS_WATCHED_POLL_MS : SETTINGS_POLL_MS);
+    this.timer.unref();
   }
 
   private async read(): Promise<boolean> {
