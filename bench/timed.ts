@@ -38,6 +38,11 @@ export interface TimedFigures {
   readonly crash?: CrashFigures & { readonly atMs: number; readonly leaseMs: number };
   /** Largest gap between a worker's recording clock and Date.now(), ms. */
   readonly clockDriftMs: number;
+  /**
+   * Each process in the window: the runs it started and the CPU it used, ms. Where the CPU
+   * goes: a process that wins a tick runs its bodies, one that loses only fires and claims.
+   */
+  readonly workers: ReadonlyArray<{ readonly index: number; readonly runs: number; readonly cpuMs: number }>;
 }
 
 interface Edge {
@@ -148,10 +153,13 @@ export async function runTimed(scenario: TimedScenario, system: SystemName, leas
     let drift = 0;
     const extra: Record<string, number> = {};
     const sent: Record<string, number> = {};
+    const perWorker: Array<{ index: number; runs: number; cpuMs: number }> = [];
     for (const [index, last] of end.workers) {
       const first = start.workers.get(index);
       if (!first) continue;
       cpuUs += last.cpuUs - first.cpuUs;
+      const own = runs.filter((r) => r.worker === index && r.start >= start.at && r.start < end.at).length;
+      perWorker.push({ index, runs: own, cpuMs: r2((last.cpuUs - first.cpuUs) / 1000) });
       commands += last.clients.commands - first.clients.commands;
       batches += last.clients.batches - first.clients.batches;
       if (index !== victim?.index) rss = Math.max(rss, last.rssBytes);
@@ -178,6 +186,7 @@ export async function runTimed(scenario: TimedScenario, system: SystemName, leas
       perRun: Object.fromEntries(Object.entries(extra).map(([k, v]) => [k, per(v)])),
       ...(ticks.crash && crash ? { crash: { ...ticks.crash, atMs: crash.atMs - t0, leaseMs } } : {}),
       clockDriftMs: r2(drift),
+      workers: perWorker.sort((a, b) => a.index - b.index),
     };
     return { figures, done };
   } catch (err) {
