@@ -110,6 +110,7 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
     now: () => core.now(),
     jobIds: () => core.jobs().map((v) => v.job.id),
     instanceJobIds: () => core.jobs().filter((v) => v.job.scope === 'instance').map((v) => v.job.id),
+    onBeat: () => settings.heartbeat(),
   });
   const writer = new StatsWriter({
     core,

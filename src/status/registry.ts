@@ -42,6 +42,8 @@ export interface RegistryOptions {
   readonly jobIds: () => string[];
   /** The ids of this node's instance jobs (whose rows of gone instances it prunes). */
   readonly instanceJobIds: () => string[];
+  /** Called on each periodic beat: other periodic work rides on its wake-up. */
+  readonly onBeat?: () => void;
 }
 
 /** Registers jobs and keeps this node's heartbeat; see the module comment. */
@@ -68,7 +70,10 @@ export class Registry {
   /** Beats now and every {@link HEARTBEAT_MS}. Never throws: a failed beat is retried by the next. */
   async start(): Promise<void> {
     await this.beat();
-    this.timer = setInterval(() => void this.beat(), HEARTBEAT_MS);
+    this.timer = setInterval(() => {
+      void this.beat();
+      this.opts.onBeat?.();
+    }, HEARTBEAT_MS);
     this.timer.unref();
     // Spread over the interval, so nodes started together do not prune together.
     this.pruneTimer = setTimeout(() => {

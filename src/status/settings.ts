@@ -2,12 +2,13 @@
  * The settings source backed by the hash `<prefix>:settings` (SPEC 6): fields
  * `<jobId>.paused`, `.cron`, `.zone`, `.fixedRate`, `.fixedDelay`, `.timeout`, `.lease`.
  * The hash is read at once when Redis tells that it changed (client-side caching, see
- * `subscribeControl`) or a control message asks, on every reconnection, and every
- * {@link SETTINGS_WATCHED_POLL_MS} as a safety net; where Redis cannot tell (a Cluster, an
- * ACL without `CLIENT TRACKING`, Redis older than 6) every {@link SETTINGS_POLL_MS}, which
- * keeps a pause within a second either way. The runner reads the last values synchronously
- * from memory, so a slow or absent Redis never blocks it, and the last known settings stay in
- * force. Jobs whose fields changed are handed to `onChange` (the runner's `refresh`).
+ * `subscribeControl`) or a control message asks, on every reconnection, and with every
+ * heartbeat as a safety net ({@link RedisSettings.heartbeat}, no wake-up of its own); where
+ * Redis cannot tell (a Cluster, an ACL without `CLIENT TRACKING`, Redis older than 6) every
+ * {@link SETTINGS_POLL_MS}, which keeps a pause within a second either way. The runner reads
+ * the last values synchronously from memory, so a slow or absent Redis never blocks it, and the
+ * last known settings stay in force. Jobs whose fields changed are handed to `onChange` (the
+ * runner's `refresh`).
  * @module
  */
 import type { RedisClient } from '../redis/connection.js';
@@ -18,8 +19,6 @@ import { errorMessage } from '../errors.js';
 
 /** The settings hash is read this often, in ms, while Redis does not tell of its changes. */
 export const SETTINGS_POLL_MS = 500;
-/** The settings hash is read this often, in ms, while Redis tells of its changes. */
-export const SETTINGS_WATCHED_POLL_MS = 5_000;
 
 /** The per-job fields of the settings hash. */
 export const SETTING_FIELDS = ['paused', 'cron', 'zone', 'fixedRate', 'fixedDelay', 'timeout', 'lease'] as const;
@@ -105,14 +104,19 @@ export class RedisSettings implements SettingsSource {
 
   /**
    * Redis tells of every change of the hash from now on (true), or may not (false): the hash
-   * is then read every {@link SETTINGS_WATCHED_POLL_MS} or every {@link SETTINGS_POLL_MS}.
-   * Becoming watched reads it once, for what changed before the tracking began.
+   * is then read with each heartbeat, or every {@link SETTINGS_POLL_MS}. Becoming watched reads
+   * it once, for what changed before the tracking began.
    */
   watching(on: boolean): void {
     if (on === this.watched) return;
     this.watched = on;
     if (on) void this.load();
     if (this.polling) this.arm();
+  }
+
+  /** The heartbeat's wake-up: while watched, the safety-net read (a change Redis failed to tell). */
+  heartbeat(): void {
+    if (this.polling && this.watched) void this.load();
   }
 
   /** Stops polling. */
@@ -123,9 +127,12 @@ export class RedisSettings implements SettingsSource {
     await this.loading;
   }
 
+  /** Polls every {@link SETTINGS_POLL_MS} while not watched; while watched, has no timer. */
   private arm(): void {
     if (this.timer) clearInterval(this.timer);
-    this.timer = setInterval(() => void this.load(), this.watched ? SETTINGS_WATCHED_POLL_MS : SETTINGS_POLL_MS);
+    this.timer = undefined;
+    if (this.watched) return;
+    this.timer = setInterval(() => void this.load(), SETTINGS_POLL_MS);
     this.timer.unref();
   }
 
