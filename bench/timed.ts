@@ -111,8 +111,12 @@ export async function runTimed(scenario: TimedScenario, system: SystemName, leas
     await Promise.all(workers.map((w) => w.ready));
     const endAt = t0 + scenario.durationMs;
     const from = Date.now() + scenario.settleMs;
-    const to = endAt - scenario.tailMs;
-    if (to - from < scenario.periodMs) throw new Error(`${scenario.name}/${system}: the processes took ${from - t0} ms to be ready; no window left`);
+    // Whole periods: both edges fall at the same point of the schedule's cycle, so the window
+    // holds as many ticks' runs as it holds ticks' CPU, wherever the edges fall. A window of
+    // 56 s holds 5 or 6 bursts of runs depending on its phase, and the CPU per run with them.
+    const periods = Math.floor((endAt - scenario.tailMs - from) / scenario.periodMs);
+    if (periods < 1) throw new Error(`${scenario.name}/${system}: the processes took ${from - t0} ms to be ready; no window left`);
+    const to = from + periods * scenario.periodMs;
 
     const edge = async (alive: WorkerProc[]): Promise<Edge> => {
       const at = Date.now();
