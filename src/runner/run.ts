@@ -52,109 +52,142 @@ const OUTCOME_OF: Record<AbortReasonCode, RunOutcome> = {
 
 /** Starts a run: calls the handler, arms its timeout and lease watcher. */
 export function executeRun(p: RunParams): ActiveRun {
-  const runId = randomUUID();
-  const startedAt = p.now();
+  return new Run(p);
+}
+
+/** The timeout of a run: a plain function, so arming it makes no closure per run. */
+function onRunTimeout(run: Run): void {
+  run.timedOut();
+}
+
+/** A run reported with its abort's outcome when its handler ignores the abort. */
+function onReportAfterAbort(run: Run): void {
+  run.reportNow();
+}
+
+/**
+ * One run. A class rather than closures: a node starting a thousand runs at one tick keeps a
+ * thousand of these alive while their handlers run, and every young-generation collection
+ * during the burst copies them.
+ */
+class Run implements ActiveRun {
+  readonly runId: string;
+  readonly startedAt: number;
+  readonly settled: Promise<void>;
+  abortedReason: AbortReasonCode | undefined;
+  private readonly started: RunStartedEvent;
   // The signal is made when the handler first reads it (many never do); an abort before then
   // is carried over.
-  let controller: AbortController | undefined;
-  const started: RunStartedEvent = {
-    jobId: p.job.id,
-    runId,
-    scope: p.job.scope,
-    instanceId: p.instanceId,
-    scheduledAt: p.tick,
-    startedAt,
-    lagMs: startedAt - p.tick,
-    fencingToken: p.lease?.token,
-    manual: p.manual,
-  };
-  let abortedReason: AbortReasonCode | undefined;
-  let abortError: LeaseholdError | undefined;
-  let reported = false;
-  let reportTimer: NodeJS.Timeout | undefined;
-  let leaseLost = false;
+  private controller: AbortController | undefined;
+  private abortError: LeaseholdError | undefined;
+  private reported = false;
+  private reportTimer: NodeJS.Timeout | undefined;
+  private leaseLost = false;
+  private readonly timeout: NodeJS.Timeout;
+  private readonly watcher: { stop(): void; check(): void } | undefined;
+  private log: Logger | undefined;
 
-  const report = (outcome: RunOutcome, error: string | undefined, cause: unknown): void => {
-    if (reported) return;
-    reported = true;
-    const endedAt = p.now();
-    p.emitter.emit('runEnded', { ...started, outcome, endedAt, durationMs: Math.max(0, endedAt - startedAt), error, cause });
-  };
+  constructor(private readonly p: RunParams) {
+    this.runId = randomUUID();
+    const startedAt = (this.startedAt = p.now());
+    this.started = {
+      jobId: p.job.id,
+      runId: this.runId,
+      scope: p.job.scope,
+      instanceId: p.instanceId,
+      scheduledAt: p.tick,
+      startedAt,
+      lagMs: startedAt - p.tick,
+      fencingToken: p.lease?.token,
+      manual: p.manual,
+    };
+    this.timeout = setTimeout(onRunTimeout, p.timeoutMs, this);
+    this.watcher = p.lease?.watch(p.leaseMs, (why) => this.onLeaseLost(why));
+    const ctx = new RunContext(this, p);
+    p.emitter.emit('runStarted', this.started);
+    this.settled = this.settle(ctx);
+  }
 
-  const abort = (reason: AbortReasonCode, detail?: string): void => {
-    if (abortedReason !== undefined || reported) return;
-    abortedReason = reason;
+  /** Aborts the run's signal (once); the outcome follows the reason. */
+  abort(reason: AbortReasonCode, detail?: string): void {
+    if (this.abortedReason !== undefined || this.reported) return;
+    this.abortedReason = reason;
     // Once aborted the timeout has nothing left to do; a handler that ignores the abort must not
     // keep the process alive for the rest of it after a stop.
-    clearTimeout(timeout);
-    abortError = new LeaseholdError(reason, detail ?? `job "${p.job.id}" run aborted: ${reason}`);
-    controller?.abort(abortError);
-    reportTimer = setTimeout(() => report(OUTCOME_OF[reason], abortError?.message, abortError), REPORT_AFTER_ABORT_MS);
-    reportTimer.unref();
-  };
+    clearTimeout(this.timeout);
+    this.abortError = new LeaseholdError(reason, detail ?? `job "${this.p.job.id}" run aborted: ${reason}`);
+    this.controller?.abort(this.abortError);
+    this.reportTimer = setTimeout(onReportAfterAbort, REPORT_AFTER_ABORT_MS, this);
+    this.reportTimer.unref();
+  }
 
-  const timeout = setTimeout(
-    () => abort('timeout', `job "${p.job.id}" timed out after ${formatDuration(p.timeoutMs)}`),
-    p.timeoutMs,
-  );
-  const watcher = p.lease?.watch(p.leaseMs, (why) => {
-    leaseLost = true;
+  /** Reports the abort's outcome now if not yet reported (shutdown gives up on a stuck handler). */
+  reportNow(): void {
+    if (this.abortedReason) this.report(OUTCOME_OF[this.abortedReason], this.abortError?.message, this.abortError);
+  }
+
+  timedOut(): void {
+    this.abort('timeout', `job "${this.p.job.id}" timed out after ${formatDuration(this.p.timeoutMs)}`);
+  }
+
+  /** The handler's signal, made on first use. */
+  signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.watcher) guardSignal(this.controller.signal, () => this.checkLease());
+      if (this.abortError) this.controller.abort(this.abortError);
+    }
+    return this.controller.signal;
+  }
+
+  /** The run's logger, made on first use: most handlers of frequent jobs never log. */
+  logger(): Logger {
+    return (this.log ??= this.p.logger.child({ jobId: this.p.job.id, runId: this.runId }));
+  }
+
+  private onLeaseLost(why: string): void {
+    const { p } = this;
+    this.leaseLost = true;
     if (/event loop blocked/.test(why)) {
       p.emitter.emit('warning', {
         jobId: p.job.id,
         message: `job "${p.job.id}" blocked the event loop past its lease (${formatDuration(p.leaseMs)}): ${why}. The run is recorded lockLost because another node may have taken the lease; move blocking or CPU-heavy work off the event loop (a worker thread) or give the job a longer lease`,
       });
     }
-    abort('lockLost', `job "${p.job.id}" lost its lease: ${why}`);
-  });
+    this.abort('lockLost', `job "${p.job.id}" lost its lease: ${why}`);
+  }
+
   /** A handler that blocked the loop may end before any timer ran: check the lease deadline first. */
-  const checkLease = (): void => watcher?.check();
-  const signal = (): AbortSignal => {
-    if (!controller) {
-      controller = new AbortController();
-      if (watcher) guardSignal(controller.signal, checkLease);
-      if (abortError) controller.abort(abortError);
-    }
-    return controller.signal;
-  };
+  private checkLease(): void {
+    this.watcher?.check();
+  }
 
-  let log: Logger | undefined;
-  const ctx: JobContext = {
-    get signal() {
-      return signal();
-    },
-    // Created on first use: most handlers of frequent jobs never log.
-    get log() {
-      return (log ??= p.logger.child({ jobId: p.job.id, runId }));
-    },
-    jobId: p.job.id,
-    runId,
-    scheduledAt: new Date(p.tick),
-    startedAt: new Date(startedAt),
-    instanceId: p.instanceId,
-    ...(p.lease ? { fencingToken: p.lease.token } : {}),
-  };
+  private report(outcome: RunOutcome, error: string | undefined, cause: unknown): void {
+    if (this.reported) return;
+    this.reported = true;
+    const endedAt = this.p.now();
+    this.p.emitter.emit('runEnded', { ...this.started, outcome, endedAt, durationMs: Math.max(0, endedAt - this.startedAt), error, cause });
+  }
 
-  p.emitter.emit('runStarted', started);
-
-  const settled = (async (): Promise<void> => {
+  private async settle(ctx: JobContext): Promise<void> {
+    const { p } = this;
     try {
       try {
         await null; // the handler starts after executeRun has returned, never inside it
         await p.job.run(ctx);
-        checkLease();
-        if (abortedReason) report(OUTCOME_OF[abortedReason], abortError?.message, abortError);
-        else report('succeeded', undefined, undefined);
+        this.checkLease();
+        if (this.abortedReason) this.report(OUTCOME_OF[this.abortedReason], this.abortError?.message, this.abortError);
+        else this.report('succeeded', undefined, undefined);
       } catch (err) {
-        checkLease();
-        if (abortedReason) report(OUTCOME_OF[abortedReason], abortError?.message, err);
-        else report('failed', errorMessage(err), err);
+        this.checkLease();
+        if (this.abortedReason) this.report(OUTCOME_OF[this.abortedReason], this.abortError?.message, err);
+        else this.report('failed', errorMessage(err), err);
       }
-      clearTimeout(timeout);
-      if (reportTimer) clearTimeout(reportTimer);
-      watcher?.stop();
+      clearTimeout(this.timeout);
+      if (this.reportTimer) clearTimeout(this.reportTimer);
+      this.watcher?.stop();
       // A lost lease is never released: another node may hold it now.
-      if (p.lease && !leaseLost) {
+      if (p.lease && !this.leaseLost) {
         await p.lease.release(p.delayAfterMs).catch((err: unknown) => {
           p.logger.warn({ err, jobId: p.job.id }, 'releasing the lease failed; it expires on its own');
         });
@@ -162,20 +195,38 @@ export function executeRun(p: RunParams): ActiveRun {
     } catch (err) {
       p.logger.error({ err, jobId: p.job.id }, 'run bookkeeping failed');
     }
-  })();
+  }
+}
 
-  return {
-    runId,
-    startedAt,
-    get abortedReason() {
-      return abortedReason;
-    },
-    settled,
-    abort,
-    reportNow: () => {
-      if (abortedReason) report(OUTCOME_OF[abortedReason], abortError?.message, abortError);
-    },
-  };
+/** What a handler gets; its signal and logger are made when first read. */
+class RunContext implements JobContext {
+  readonly jobId: string;
+  readonly runId: string;
+  readonly scheduledAt: Date;
+  readonly startedAt: Date;
+  readonly instanceId: string;
+  // Set only for a leased run, so an instance job's context has no such property at all.
+  declare readonly fencingToken?: number;
+  // Private to the runner: a handler that logs or serializes its context sees only the above.
+  readonly #run: Run;
+
+  constructor(run: Run, p: RunParams) {
+    this.#run = run;
+    this.jobId = p.job.id;
+    this.runId = run.runId;
+    this.scheduledAt = new Date(p.tick);
+    this.startedAt = new Date(run.startedAt);
+    this.instanceId = p.instanceId;
+    if (p.lease) (this as { fencingToken?: number }).fencingToken = p.lease.token;
+  }
+
+  get signal(): AbortSignal {
+    return this.#run.signal();
+  }
+
+  get log(): Logger {
+    return this.#run.logger();
+  }
 }
 
 const abortedGetter = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted')?.get;
