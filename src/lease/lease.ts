@@ -174,49 +174,10 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
     return k;
   };
 
+  const io: LeaseIo = { redis, monotonicNow, release: releaseOne };
   function makeLease(jobId: string, tick: number, token: number, value: string, claimedAt: number): Lease {
     const { lease: leaseKey, state: stateKey } = keysOf(jobId);
-    const what = `job ${jobId} (token ${token})`;
-    return {
-      jobId, tick, token, value, claimedAt,
-      async extend(leaseMs, deadlineMs) {
-        const remaining = deadlineMs === undefined ? Infinity : deadlineMs - monotonicNow();
-        // Past the deadline the lease counts as lost: nothing is sent.
-        if (remaining <= 0) return false;
-        const call = extendScript(redis, { leaseKey, value, leaseMs }).catch((err: unknown) => {
-          throw redisError(`extending the lease of ${what}`, err);
-        });
-        if (deadlineMs === undefined) return call;
-        let timer: NodeJS.Timeout | undefined;
-        const noAnswer = new Promise<false>((resolve) => {
-          // Timers may fire a little early against the monotonic clock:
-          // re-arm until the deadline has really passed.
-          const arm = (ms: number): void => {
-            timer = setTimeout(() => {
-              const left = deadlineMs - monotonicNow();
-              if (left > 0) arm(left);
-              else resolve(false);
-            }, ms);
-            timer.unref();
-          };
-          arm(remaining);
-        });
-        try {
-          // A late answer or error, after the deadline, is settled into the
-          // race and ignored: the caller has already been told "lost".
-          return await Promise.race([call, noAnswer]);
-        } finally {
-          clearTimeout(timer);
-        }
-      },
-      async release(delayMs = -1) {
-        try {
-          return await releaseOne({ leaseKey, stateKey, value, delayMs });
-        } catch (err) {
-          throw redisError(`releasing the lease of ${what}`, err);
-        }
-      },
-    };
+    return new RedisLease(io, jobId, tick, token, value, claimedAt, leaseKey, stateKey);
   }
 
   return {
@@ -255,4 +216,78 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
       }
     },
   };
+}
+
+/** What a {@link RedisLease} needs of its store. */
+interface LeaseIo {
+  readonly redis: RedisClient;
+  readonly monotonicNow: () => number;
+  readonly release: Batcher<ReleaseScriptArgs, boolean>;
+}
+
+/** A claimed lease: one object per run, its methods on the prototype. */
+class RedisLease implements Lease {
+  // Private fields: a lease that is logged shows its job, tick, token and value only.
+  readonly #io: LeaseIo;
+  readonly #leaseKey: string;
+  readonly #stateKey: string;
+
+  constructor(
+    io: LeaseIo,
+    readonly jobId: string,
+    readonly tick: number,
+    readonly token: number,
+    readonly value: string,
+    readonly claimedAt: number,
+    leaseKey: string,
+    stateKey: string,
+  ) {
+    this.#io = io;
+    this.#leaseKey = leaseKey;
+    this.#stateKey = stateKey;
+  }
+
+  async extend(leaseMs: number, deadlineMs?: number): Promise<boolean> {
+    const io = this.#io;
+    const remaining = deadlineMs === undefined ? Infinity : deadlineMs - io.monotonicNow();
+    // Past the deadline the lease counts as lost: nothing is sent.
+    if (remaining <= 0) return false;
+    const call = extendScript(io.redis, { leaseKey: this.#leaseKey, value: this.value, leaseMs }).catch((err: unknown) => {
+      throw redisError(`extending the lease of ${this.what()}`, err);
+    });
+    if (deadlineMs === undefined) return call;
+    let timer: NodeJS.Timeout | undefined;
+    const noAnswer = new Promise<false>((resolve) => {
+      // Timers may fire a little early against the monotonic clock:
+      // re-arm until the deadline has really passed.
+      const arm = (ms: number): void => {
+        timer = setTimeout(() => {
+          const left = deadlineMs - io.monotonicNow();
+          if (left > 0) arm(left);
+          else resolve(false);
+        }, ms);
+        timer.unref();
+      };
+      arm(remaining);
+    });
+    try {
+      // A late answer or error, after the deadline, is settled into the
+      // race and ignored: the caller has already been told "lost".
+      return await Promise.race([call, noAnswer]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async release(delayMs = -1): Promise<boolean> {
+    try {
+      return await this.#io.release({ leaseKey: this.#leaseKey, stateKey: this.#stateKey, value: this.value, delayMs });
+    } catch (err) {
+      throw redisError(`releasing the lease of ${this.what()}`, err);
+    }
+  }
+
+  private what(): string {
+    return `job ${this.jobId} (token ${this.token})`;
+  }
 }

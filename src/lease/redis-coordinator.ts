@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { Coordinator, ClaimDecision, HeldLease } from '../runner/coordinator.js';
 import type { Keys } from '../redis/keys.js';
 import { measureOffset } from '../redis/time.js';
-import { CLAIM_LEAD_MS, createLeaseStore } from './lease.js';
+import { CLAIM_LEAD_MS, createLeaseStore, type Lease } from './lease.js';
 import { watchLease } from './watcher.js';
 
 /** How often the offset to Redis time is measured again. */
@@ -68,15 +68,8 @@ export function redisCoordinator(opts: RedisCoordinatorOptions): RedisCoordinato
     async claim({ jobId, tick, leaseMs, mode, countSkip }): Promise<ClaimDecision> {
       const r = await store.claim({ jobId, tick, leaseMs, holder: opts.instanceId, mode: mode === 'delay' ? 'delay' : 'grid', countSkip });
       switch (r.kind) {
-        case 'claimed': {
-          const lease = r.lease;
-          const held: HeldLease = {
-            token: r.token,
-            watch: (ms, onLost) => watchLease(lease, { leaseMs: ms, onLost: (why, cause) => onLost(cause instanceof Error ? `${why} (${cause.message})` : why) }),
-            release: (delayMs) => lease.release(delayMs ?? -1),
-          };
-          return { kind: 'claimed', lease: held, previousTick: r.previousTick < 0 ? null : r.previousTick };
-        }
+        case 'claimed':
+          return { kind: 'claimed', lease: new Held(r.lease, r.token), previousTick: r.previousTick < 0 ? null : r.previousTick };
         case 'done':
           return { kind: 'done', counted: r.counted };
         case 'held':
@@ -95,4 +88,24 @@ export function redisCoordinator(opts: RedisCoordinatorOptions): RedisCoordinato
       }
     },
   };
+}
+
+/** A lease as the runner holds it: one object per run, its methods on the prototype. */
+class Held implements HeldLease {
+  readonly #lease: Lease;
+
+  constructor(
+    lease: Lease,
+    readonly token: number,
+  ) {
+    this.#lease = lease;
+  }
+
+  watch(leaseMs: number, onLost: (why: string) => void): { stop(): void; check(): void } {
+    return watchLease(this.#lease, { leaseMs, onLost: (why, cause) => onLost(cause instanceof Error ? `${why} (${cause.message})` : why) });
+  }
+
+  release(delayMs: number | undefined): Promise<boolean> {
+    return this.#lease.release(delayMs ?? -1);
+  }
 }

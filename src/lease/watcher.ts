@@ -53,76 +53,102 @@ export interface LeaseWatch {
  * keeps the process alive on its own.
  */
 export function watchLease(lease: Lease, options: WatchLeaseOptions): LeaseWatch {
-  const { leaseMs, onLost } = options;
+  const { leaseMs } = options;
   if (!Number.isSafeInteger(leaseMs) || leaseMs < 2) {
     throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, `leaseMs of job ${lease.jobId} must be an integer >= 2 (ms), got ${String(leaseMs)}`);
   }
-  const now = options.monotonicNow ?? (() => performance.now());
-  const interval = Math.max(1, Math.floor(leaseMs / 2));
-  let lastSentAt = options.claimedAt ?? lease.claimedAt;
-  let deadline = lastSentAt + leaseMs;
-  let stopped = false;
-  let lost = false;
-  let timer: NodeJS.Timeout | undefined;
+  return new Watch(lease, options);
+}
 
-  const lose = (reason: string, cause?: unknown): void => {
-    if (stopped || lost) return;
-    lost = true;
-    clearTimeout(timer);
-    timer = undefined;
-    onLost(reason, cause);
-  };
+const defaultNow = (): number => performance.now();
 
-  const schedule = (): void => {
-    const wait = Math.min(Math.max(0, lastSentAt + interval - now()), MAX_TIMER_MS);
-    timer = setTimeout(() => void wake(), wait);
-    timer.unref();
-  };
+/** The watcher's timer: a plain function, so arming it makes no closure. */
+function onWatchTimer(watch: Watch): void {
+  void watch.wake();
+}
 
-  const wake = async (): Promise<void> => {
-    timer = undefined;
-    if (stopped || lost) return;
-    const sentAt = now();
-    if (sentAt >= deadline) {
-      lose(`the watcher woke ${Math.round(sentAt - deadline)}ms after the lease deadline (event loop blocked?); the lease may have expired`);
+/** A running watch: one object per run, with its state in fields (see {@link watchLease}). */
+class Watch implements LeaseWatch {
+  private readonly leaseMs: number;
+  private readonly onLost: WatchLeaseOptions['onLost'];
+  private readonly now: () => number;
+  private readonly interval: number;
+  private lastSentAt: number;
+  private deadline: number;
+  private stopped = false;
+  private isLost = false;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly lease: Lease,
+    options: WatchLeaseOptions,
+  ) {
+    this.leaseMs = options.leaseMs;
+    this.onLost = options.onLost;
+    this.now = options.monotonicNow ?? defaultNow;
+    this.interval = Math.max(1, Math.floor(this.leaseMs / 2));
+    this.lastSentAt = options.claimedAt ?? lease.claimedAt;
+    this.deadline = this.lastSentAt + this.leaseMs;
+    this.schedule();
+  }
+
+  get lost(): boolean {
+    return this.isLost;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  check(): void {
+    const at = this.now();
+    if (at >= this.deadline) this.lose(`the lease deadline passed ${Math.round(at - this.deadline)}ms ago without an extension (event loop blocked?); the lease may have expired`);
+  }
+
+  async wake(): Promise<void> {
+    this.timer = undefined;
+    if (this.stopped || this.isLost) return;
+    const sentAt = this.now();
+    if (sentAt >= this.deadline) {
+      this.lose(`the watcher woke ${Math.round(sentAt - this.deadline)}ms after the lease deadline (event loop blocked?); the lease may have expired`);
       return;
     }
-    if (sentAt < lastSentAt + interval) {
-      schedule();
+    if (sentAt < this.lastSentAt + this.interval) {
+      this.schedule();
       return;
     }
     let extended: boolean;
     try {
-      extended = await lease.extend(leaseMs, deadline);
+      extended = await this.lease.extend(this.leaseMs, this.deadline);
     } catch (err) {
-      lose(`extending the lease failed: ${errorMessage(err)}`, err);
+      this.lose(`extending the lease failed: ${errorMessage(err)}`, err);
       return;
     }
-    if (stopped || lost) return;
+    if (this.stopped || this.isLost) return;
     if (!extended) {
-      lose(now() >= deadline
-        ? `Redis did not confirm an extension within the lease time (${leaseMs}ms)`
+      this.lose(this.now() >= this.deadline
+        ? `Redis did not confirm an extension within the lease time (${this.leaseMs}ms)`
         : 'the lease is gone or held by another instance');
       return;
     }
-    lastSentAt = sentAt;
-    deadline = sentAt + leaseMs;
-    schedule();
-  };
+    this.lastSentAt = sentAt;
+    this.deadline = sentAt + this.leaseMs;
+    this.schedule();
+  }
 
-  schedule();
-  return {
-    stop() {
-      stopped = true;
-      clearTimeout(timer);
-      timer = undefined;
-    },
-    get lost() {
-      return lost;
-    },
-    check() {
-      const at = now();
-      if (at >= deadline) lose(`the lease deadline passed ${Math.round(at - deadline)}ms ago without an extension (event loop blocked?); the lease may have expired`);
-    },
-  };
+  private lose(reason: string, cause?: unknown): void {
+    if (this.stopped || this.isLost) return;
+    this.isLost = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.onLost(reason, cause);
+  }
+
+  private schedule(): void {
+    const wait = Math.min(Math.max(0, this.lastSentAt + this.interval - this.now()), MAX_TIMER_MS);
+    this.timer = setTimeout(onWatchTimer, wait, this);
+    this.timer.unref();
+  }
 }
