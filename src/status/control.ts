@@ -107,11 +107,11 @@ function subscribeServer(sub: Redis, { channel, logger, watch }: SubscribeContro
   /** Sets up the current connection; false when it closed before it was subscribed. */
   const setUp = async (): Promise<boolean> => {
     const mine = connection;
+    // Said once; a command cut off by the connection closing is not a refusal.
     const refused = (what: string, err: unknown): void => {
-      if (!refusedOnce && mine === connection) {
-        logger.info({ error: errorMessage(err) }, '%s (%s); reading the settings hash every %d ms instead', what, errorMessage(err), SETTINGS_POLL_MS);
-      }
+      if (refusedOnce || mine !== connection) return;
       refusedOnce = true;
+      logger.info({ error: errorMessage(err) }, '%s (%s); reading the settings hash every %d ms instead', what, errorMessage(err), SETTINGS_POLL_MS);
     };
     let tracking = false;
     if (watch) {
@@ -146,7 +146,7 @@ function subscribeServer(sub: Redis, { channel, logger, watch }: SubscribeContro
       (done) => {
         if (done) subscribed?.();
       },
-      (err: unknown) => logger.warn({ error: errorMessage(err) }, 'subscribing to the control channel failed (%s); trying again when the connection is back', errorMessage(err)),
+      (err: unknown) => logger.warn({ error: errorMessage(err) }, 'subscribing to the control channel failed (%s); it is tried again on the next connection', errorMessage(err)),
     );
   };
   sub.on('ready', onReady);
