@@ -7,7 +7,8 @@ import { describe, it } from 'node:test';
 import { Emitter } from '../src/runner/events.js';
 import type { JobView } from '../src/runner/runner.js';
 import { normalizeJob } from '../src/schedule/job.js';
-import { createRunnerMetrics, METRIC_NAMES, type MetricsCore } from '../src/metrics/prom.js';
+import { Counter, Histogram, Registry } from 'prom-client';
+import { createRunnerMetrics, DURATION_BUCKETS, LAG_BUCKETS, METRIC_NAMES, type MetricsCore } from '../src/metrics/prom.js';
 
 function fakeCore(jobs: Array<Record<string, unknown>>): MetricsCore & { emitter: Emitter } {
   const emitter = new Emitter((err) => {
@@ -98,6 +99,39 @@ describe('metrics', () => {
     s = samples(await m.registry.metrics());
     assert.equal(s.get('leasehold_job_failing_streak{job="g"}'), 0);
     assert.equal(s.get('leasehold_job_invalid_schedule{job="g"}'), 0);
+    m.detach();
+  });
+
+  it('renders its series exactly as prom-client renders the same observations, in both formats', async () => {
+    const core = fakeCore([{ id: 'a.job:1', scope: 'installation', fixedRate: '1s' }, { id: 'b', fixedRate: '1s' }]);
+    const m = createRunnerMetrics(core, { processMetrics: false });
+    const ref = new Registry();
+    const refRuns = new Counter({ name: 'leasehold_job_runs_total', help: 'x', labelNames: ['job', 'outcome'], registers: [ref] });
+    const refDurations = new Histogram({ name: 'leasehold_job_run_duration_seconds', help: 'x', labelNames: ['job', 'outcome'], buckets: DURATION_BUCKETS, registers: [ref] });
+    const refLag = new Histogram({ name: 'leasehold_job_start_lag_seconds', help: 'x', labelNames: ['job'], buckets: LAG_BUCKETS, registers: [ref] });
+    const seen = (jobId: string, lagMs: number, durationMs: number, outcome: 'succeeded' | 'failed') => {
+      core.emitter.emit('runStarted', { ...base, jobId, scheduledAt: 0, startedAt: lagMs, lagMs });
+      core.emitter.emit('runEnded', { ...base, jobId, scheduledAt: 0, startedAt: lagMs, lagMs, outcome, endedAt: lagMs + durationMs, durationMs });
+      refLag.observe({ job: jobId }, lagMs / 1000);
+      refRuns.inc({ job: jobId, outcome });
+      refDurations.observe({ job: jobId, outcome }, durationMs / 1000);
+    };
+    // On a bucket's bound, between bounds, past the last bound, and zero.
+    for (const [lag, duration] of [[5, 10], [7, 12], [0, 0], [90_000, 4_000_000], [250, 2_500]] as const) seen('a.job:1', lag, duration, 'succeeded');
+    seen('b', 1, 50, 'failed');
+    const lines = (text: string, name: string) => text.split('\n').filter((l) => l.startsWith(name) && !/ 0$/.test(l)).sort();
+    const text = await m.registry.metrics();
+    const expected = await ref.metrics();
+    for (const name of ['leasehold_job_runs_total', 'leasehold_job_run_duration_seconds', 'leasehold_job_start_lag_seconds']) {
+      assert.deepEqual(lines(text, name), lines(expected, name), name);
+    }
+    const json = await m.registry.getMetricsAsJSON();
+    const refJson = await ref.getMetricsAsJSON();
+    const values = (all: typeof json, name: string) => all.find((x) => x.name === name)?.values.filter((v) => v.value !== 0).map((v) => JSON.stringify(v)).sort();
+    assert.deepEqual(values(json, 'leasehold_job_run_duration_seconds'), values(refJson, 'leasehold_job_run_duration_seconds'));
+    assert.equal(json.find((x) => x.name === 'leasehold_job_run_duration_seconds')?.type, 'histogram');
+    m.registry.resetMetrics();
+    assert.equal(samples(await m.registry.metrics()).get('leasehold_job_runs_total{job="b",outcome="failed"}'), undefined, 'reset clears the series');
     m.detach();
   });
 
