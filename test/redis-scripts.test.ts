@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
 import { isLeaseholdError } from '../src/errors.js';
@@ -56,6 +57,16 @@ describe('lua scripts', () => {
     }
     await assert.rejects(extendScript(redis, { leaseKey: k.leaseKey, value: 'v', leaseMs: 0 }), (err) => isLeaseholdError(err, 'INVALID_CONFIG'));
     await assert.rejects(releaseScript(redis, { ...k, value: 'v', delayMs: -2 }), (err) => isLeaseholdError(err, 'INVALID_CONFIG'));
+  });
+
+  it('answers a malformed job argument with that job\'s error and still decides the others', async () => {
+    const lua = readFileSync(new URL('../src/redis/scripts/claim.lua', import.meta.url), 'utf8');
+    const [a, b] = [fresh(), fresh()];
+    const reply = (await redis.eval(lua, 6, a.leaseKey, a.stateKey, a.statsKey, b.leaseKey, b.stateKey, b.statsKey, '1000 5000 grid', '1000 5000 grid 0 0 host 7')) as unknown[];
+    assert.deepEqual(reply[0], ['error', 'leasehold claim: a job\'s argument must be "<tick> <leaseMs> <mode> <nowGuardMs> <0|1> <holder>"']);
+    assert.equal((reply[1] as unknown[])[0], 'claimed');
+    assert.match(String(await redis.get(b.leaseKey)), /^host 7 since /, 'the holder is the rest of the argument');
+    await assert.rejects(redis.eval(lua, 3, a.leaseKey, a.stateKey, a.statsKey), /expected 3 keys and 1 argument per job/);
   });
 
   it('refuses a bad mode inside the script too', async () => {

@@ -160,13 +160,11 @@ export async function claimManyScript(redis: RedisClient, jobs: readonly ClaimSc
     requireInteger('leaseMs', j.leaseMs, 1);
     requireInteger('nowGuardMs', j.nowGuardMs, 0);
   }, async (valid) => {
-    const keys: string[] = [];
-    const argv: string[] = [];
-    for (const j of valid) {
-      keys.push(j.leaseKey, j.stateKey, j.statsKey);
-      argv.push(String(j.tick), String(j.leaseMs), j.holder, j.mode, String(j.nowGuardMs), j.countSkip ? '1' : '0');
-    }
-    const reply = await commands(redis).leaseholdClaim(String(keys.length), ...keys, ...argv);
+    // The keys, then one argument per job (see the script's header).
+    const args: string[] = [String(3 * valid.length)];
+    for (const j of valid) args.push(j.leaseKey, j.stateKey, j.statsKey);
+    for (const j of valid) args.push(`${j.tick} ${j.leaseMs} ${j.mode} ${j.nowGuardMs} ${j.countSkip ? '1' : '0'} ${j.holder}`);
+    const reply = await commands(redis).leaseholdClaim(...args);
     if (!Array.isArray(reply) || reply.length !== valid.length) throw unexpected('claim', reply);
     return reply.map(claimReply);
   });

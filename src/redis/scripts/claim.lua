@@ -5,7 +5,7 @@
   jobs (the claims of jobs due at the same instant travel together); each
   job is decided on its own, in order, exactly as if claimed alone.
 
-  Input, three keys and six arguments per job (job i from 1):
+  Input, three keys and one argument per job (job i from 1):
     KEYS[3i-2] lease  string  the job's lease; value says holder, since, tick, token
     KEYS[3i-1] state  hash    tick = last claimed tick (epoch ms),
                               fence = fencing counter,
@@ -13,14 +13,18 @@
     KEYS[3i]   stats  hash    the job's counters: `skipped` and `skippedClaimed`
                               grow by one for a counted 'done'
 
-    ARGV[6i-5] tick        integer  epoch ms; the schedule tick every node agrees on
-    ARGV[6i-4] leaseMs     integer  ms; lease time to live, > 0
-    ARGV[6i-3] holder      string   instance id of the claimant
-    ARGV[6i-2] mode        string   'grid' (cron, fixedRate) or 'delay' (fixedDelay)
-    ARGV[6i-1] nowGuardMs  integer  ms; how far before the tick a claim is accepted
-    ARGV[6i]   countSkip   string   '1': a 'done' answer is the claimant's skip with
-                                    reason claimed, added to the stats hash here so
-                                    the claimant need not write it; '0': not counted
+    ARGV[i]  '<tick> <leaseMs> <mode> <nowGuardMs> <countSkip> <holder>', one
+             space between each (one string per job rather than six: a node
+             claims a thousand jobs at one tick, and each argument is framed
+             and sent on its own):
+      tick        integer  epoch ms; the schedule tick every node agrees on
+      leaseMs     integer  ms; lease time to live, > 0
+      mode        string   'grid' (cron, fixedRate) or 'delay' (fixedDelay)
+      nowGuardMs  integer  ms; how far before the tick a claim is accepted
+      countSkip   string   '1': a 'done' answer is the claimant's skip with
+                           reason claimed, added to the stats hash here so
+                           the claimant need not write it; '0': not counted
+      holder      string   instance id of the claimant (the rest of the text)
 
   Output: one reply per job, in input order; each is the first decision that
   applies:
@@ -35,8 +39,8 @@
                               incremented to token, lease set with leaseMs;
                               previousTick is the last claimed tick or -1
 ]]
-if #KEYS ~= 3 * math.floor(#KEYS / 3) or #ARGV ~= 2 * #KEYS then
-  return redis.error_reply('ERR leasehold claim: expected 3 keys and 6 arguments per job')
+if #KEYS ~= 3 * #ARGV then
+  return redis.error_reply('ERR leasehold claim: expected 3 keys and 1 argument per job')
 end
 
 -- ISO-8601 UTC text of an epoch ms value (days to civil date, proleptic
@@ -120,10 +124,15 @@ local function claim(leaseKey, stateKey, statsKey, tick, leaseMs, holder, mode, 
 end
 
 local replies = {}
-for i = 1, #KEYS / 3 do
-  local k, a = 3 * (i - 1), 6 * (i - 1)
-  replies[i] = claim(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3],
-    tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), ARGV[a + 3], ARGV[a + 4],
-    tonumber(ARGV[a + 5]), ARGV[a + 6] == '1')
+for i = 1, #ARGV do
+  local k = 3 * (i - 1)
+  local tick, leaseMs, mode, nowGuardMs, countSkip, holder =
+    string.match(ARGV[i], '^(%S+) (%S+) (%S+) (%S+) ([01]) (.*)$')
+  if not tick then
+    replies[i] = {'error', 'leasehold claim: a job\'s argument must be "<tick> <leaseMs> <mode> <nowGuardMs> <0|1> <holder>"'}
+  else
+    replies[i] = claim(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3],
+      tonumber(tick), tonumber(leaseMs), holder, mode, tonumber(nowGuardMs), countSkip == '1')
+  end
 end
 return replies
