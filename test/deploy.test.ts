@@ -54,7 +54,7 @@ test('npm start killed with SIGKILL: its private redis-server does not outlive i
 });
 
 test('npm run demo: three nodes share the installation ticks, one line a second, and stop cleanly', async () => {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'examples/demo.ts'], { cwd: ROOT, env: { ...process.env, DEMO_SECONDS: '7', PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'examples/demo.ts'], { cwd: ROOT, env: { ...process.env, DEMO_SECONDS: '10', PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   const code = await new Promise<number | null>((r) => child.on('exit', r));
