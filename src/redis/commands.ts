@@ -10,7 +10,7 @@ import type { RedisClient } from './connection.js';
 
 /** The methods `defineCommand` adds to a connection; replies are checked by the wrappers. */
 interface ScriptCommands {
-  /** `numberOfKeys`, then 3 keys per job, then 6 arguments per job. */
+  /** `numberOfKeys`, then 3 keys per job, then 1 argument per job (see `claim.lua`). */
   leaseholdClaim(...args: string[]): Promise<unknown>;
   leaseholdExtend(lease: string, value: string, leaseMs: string): Promise<unknown>;
   /** `numberOfKeys`, then 2 keys per job, then 2 arguments per job. */
