@@ -43,8 +43,12 @@ export const rollingRestart: Scenario = {
       c.equal('ticks run twice', dup, 0);
       const cov = tickCoverage(all, 'tick', [{ from: t0 + 1_000, to: endAt - 1_000 }]);
       c.equal('ticks of the 1 s job that did not run', cov.notRun.length, 0, cov.notRun.length > 0 ? cov.notRun.map((t) => new Date(t).toISOString().slice(11, 19)).join(' ') : '');
+      // A tick a node claims while it stops is counted missed, and runs nowhere, by design. The
+      // restarts inside the window lose none; the final stop, on a loaded machine, may overlap a
+      // tick: then what is counted missed must be ticks that really ran on no node.
       const missed = await missedCount(s, ['tick']);
-      c.equal('ticks counted missed', missed, 0);
+      const whole = tickCoverage(all, 'tick', [{ from: t0, to: Date.now() }]);
+      c.add('ticks counted missed ran on no node, and none inside the window', missed <= whole.notRun.length - cov.notRun.length, `${missed} counted missed, ${whole.notRun.length} not run from the first start to the final stop`);
       // Each interrupted run of work: the next run on another node follows within the grace of
       // the release, not after the 5 s lease.
       const interrupted = all.filter((l) => l.job === 'work' && l.ev === 'abort' && l.reason === 'shutdown' && l.t < endAt);
