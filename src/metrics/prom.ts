@@ -110,6 +110,14 @@ interface ValueSeries {
   value: number;
 }
 
+/**
+ * Empties a metric's series on `reset()`. prom-client's constructor calls `reset()` before the
+ * subclass has set its fields, so the series may not exist yet.
+ */
+function clearSeries(series: SeriesMap<unknown> | undefined): void {
+  series?.clear();
+}
+
 function labelNames(second: string | undefined): string[] {
   return second === undefined ? ['job'] : ['job', second];
 }
@@ -134,13 +142,12 @@ class JobCounter extends Counter<string> {
   }
 
   override async get(): ReturnType<Counter<string>['get']> {
-    return { ...(await super.get()), values: [...this.series.all()].map(({ labels, value }) => ({ labels, value })) };
+    return { ...(await super.get()), values: [...this.series.all()] };
   }
 
   override reset(): void {
     super.reset();
-    // prom-client's constructor calls reset() before this class's fields are set.
-    (this.series as typeof this.series | undefined)?.clear();
+    clearSeries(this.series);
   }
 }
 
@@ -162,13 +169,12 @@ class JobGauge extends Gauge<string> {
   }
 
   override async get(): ReturnType<Gauge<string>['get']> {
-    return { ...(await super.get()), values: [...this.series.all()].map(({ labels, value }) => ({ labels, value })) };
+    return { ...(await super.get()), values: [...this.series.all()] };
   }
 
   override reset(): void {
     super.reset();
-    // prom-client's constructor calls reset() before this class's fields are set.
-    (this.series as typeof this.series | undefined)?.clear();
+    clearSeries(this.series);
   }
 }
 
@@ -238,8 +244,7 @@ class JobHistogram extends Histogram<string> {
 
   override reset(): void {
     super.reset();
-    // prom-client's constructor calls reset() before this class's fields are set.
-    (this.series as typeof this.series | undefined)?.clear();
+    clearSeries(this.series);
   }
 }
 

@@ -176,7 +176,7 @@ class Run implements ActiveRun {
         await null; // the handler starts after executeRun has returned, never inside it
         await p.job.run(ctx);
         this.checkLease();
-        if (this.abortedReason) this.report(OUTCOME_OF[this.abortedReason], this.abortError?.message, this.abortError);
+        if (this.abortedReason) this.reportNow();
         else this.report('succeeded', undefined, undefined);
       } catch (err) {
         this.checkLease();
