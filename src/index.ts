@@ -6,8 +6,8 @@ export { LeaseholdError, ErrorCodes, isLeaseholdError, type ErrorCode, type Abor
 export { defineJob, fromEnv, JobScopes, type JobDefinition, type JobContext, type JobHandler, type JobScope, type EnvSetting } from './schedule/job.js';
 export { parseDuration, type Duration } from './schedule/duration.js';
 export { parseCron, type CronSchedule } from './cron/index.js';
-export { createRunner, type Runner, type RunnerOptions } from './runner/create.js';
-export type { Clock } from './runner/clock.js';
+export { createRunner, type Runner, type RunnerOptions } from './create.js';
+export type { Clock } from './clock.js';
 export type { JobView } from './runner/runner.js';
 export {
   RunOutcomes,

@@ -11,7 +11,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { keys as keyNames } from '../src/redis/keys.js';
 import { RunnerCore } from '../src/runner/runner.js';
-import { createStatusLayer, type StatusLayer } from '../src/status/index.js';
+import { attachStatus, type AttachedStatus as StatusLayer } from '../src/create.js';
 import type { ClusterStatus, JobDetail } from '../src/status/model.js';
 import { memoryLogger } from './helpers/log.js';
 import { freePort, startRedis, type TestRedis } from './helpers/redis.js';
@@ -39,8 +39,7 @@ interface Node {
 async function node(opts: { url: string; prefix: string; token?: string; jobs: Array<Record<string, unknown>>; logger: ReturnType<typeof memoryLogger>['logger']; id?: string }): Promise<Node> {
   const core = new RunnerCore({ instanceId: opts.id ?? 'node-1', logger: opts.logger, shutdownGraceMs: 200 });
   for (const j of opts.jobs) core.add(j);
-  const layer = createStatusLayer({ core, redis: { url: opts.url }, prefix: opts.prefix, logger: opts.logger, ...(opts.token ? { adminToken: opts.token } : {}), version: '9.9.9' });
-  core.setSettings(layer.settings);
+  const layer = attachStatus({ core, redis: { url: opts.url }, prefix: opts.prefix, logger: opts.logger, ...(opts.token ? { adminToken: opts.token } : {}), version: '9.9.9' });
   await layer.start();
   core.start();
   const app: FastifyInstance = Fastify({ loggerInstance: opts.logger as FastifyBaseLogger });

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { RunnerCore } from '../src/runner/runner.js';
-import { createStatusLayer } from '../src/status/index.js';
+import { attachStatus } from '../src/create.js';
 import { startHttpServer } from '../src/http/server.js';
 import { memoryLogger } from './helpers/log.js';
 import { ROOT } from './helpers/node.js';
@@ -25,8 +25,7 @@ describe('http server', () => {
     const { logger, lines } = memoryLogger();
     const core = new RunnerCore({ instanceId: 'port-test', logger, shutdownGraceMs: 100 });
     core.add({ id: 'tick', fixedRate: '100ms', run: () => undefined });
-    const layer = createStatusLayer({ core, redis: { url: server.url }, prefix: 'http-server-test', logger });
-    core.setSettings(layer.settings);
+    const layer = attachStatus({ core, redis: { url: server.url }, prefix: 'http-server-test', logger });
     await layer.start();
     core.start();
     const http = await startHttpServer({ host: '127.0.0.1', port: 0, routes: layer.routes, logger });

@@ -6,19 +6,19 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { RunnerCore } from '../src/runner/runner.js';
-import type { ClaimDecision, ClaimRequest, Coordinator, HeldLease } from '../src/runner/coordinator.js';
+import type { ClaimResult, ClaimRequest, Coordinator, HeldLease } from '../src/lease/port.js';
 import { LeaseholdError, type JobContext } from '../src/index.js';
 import { ManualClock } from './helpers/clock.js';
 import { memoryLogger } from './helpers/log.js';
 
 const T0 = Date.parse('2026-05-04T12:00:00.000Z');
 
-function scripted(answer: (r: ClaimRequest, n: number) => ClaimDecision | Error): Coordinator & { requests: ClaimRequest[]; released: number } {
+function scripted(answer: (r: ClaimRequest, n: number) => ClaimResult | Error): Coordinator & { requests: ClaimRequest[]; released: number } {
   const requests: ClaimRequest[] = [];
   const self = {
     requests,
     released: 0,
-    async claim(r: ClaimRequest): Promise<ClaimDecision> {
+    async claim(r: ClaimRequest): Promise<ClaimResult> {
       requests.push(r);
       const a = answer(r, requests.length);
       if (a instanceof Error) throw a;
@@ -128,9 +128,9 @@ test('fixedDelay installation: a later due time from the cluster moves the next 
 
 test('stop() during a claim in flight waits for it, releases a lease it won and counts that tick missed, running nothing', async () => {
   let released = 0;
-  let answer!: (d: ClaimDecision) => void;
+  let answer!: (d: ClaimResult) => void;
   const c: Coordinator = {
-    claim: () => new Promise<ClaimDecision>((r) => (answer = r)),
+    claim: () => new Promise<ClaimResult>((r) => (answer = r)),
     offsetMs: () => 0,
     close: async () => {},
   };

@@ -9,7 +9,7 @@ import { Cluster, Redis } from 'ioredis';
 import { isLeaseholdError } from '../src/errors.js';
 import { createRedis, describeTarget, parseNodeList, splitList } from '../src/redis/connection.js';
 import { pipelined, slotKey } from '../src/redis/pipeline.js';
-import { resolveRunnerOptions } from '../src/runner/create.js';
+import { resolveRunnerOptions } from '../src/create.js';
 import { runStatus } from '../src/cli/status.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
 

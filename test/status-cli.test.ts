@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import Fastify from 'fastify';
 import { runStatus, renderStatus } from '../src/cli/status.js';
 import { RunnerCore } from '../src/runner/runner.js';
-import { createStatusLayer, type StatusLayer } from '../src/status/index.js';
+import { attachStatus, type AttachedStatus as StatusLayer } from '../src/create.js';
 import type { ClusterStatus } from '../src/status/model.js';
 import { memoryLogger } from './helpers/log.js';
 import { runLeasehold } from './helpers/node.js';
@@ -28,8 +28,7 @@ describe('leasehold status', () => {
     const core = new RunnerCore({ instanceId: 'cli-node', logger, shutdownGraceMs: 100 });
     core.add({ id: 'works', fixedRate: '100ms', run: () => undefined });
     core.add({ id: 'breaks', scope: 'installation', fixedRate: '100ms', run: () => Promise.reject(new Error('no disk')) });
-    layer = createStatusLayer({ core, redis: { url: server.url }, prefix: PREFIX, logger });
-    core.setSettings(layer.settings);
+    layer = attachStatus({ core, redis: { url: server.url }, prefix: PREFIX, logger });
     await layer.start();
     core.start();
     await new Promise((r) => setTimeout(r, 700));

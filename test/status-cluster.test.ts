@@ -11,7 +11,7 @@ import { keys as keyNames } from '../src/redis/keys.js';
 import { redisCoordinator } from '../src/lease/redis-coordinator.js';
 import type { RunEndedEvent, SkippedEvent } from '../src/runner/events.js';
 import { RunnerCore } from '../src/runner/runner.js';
-import { createStatusLayer, type StatusLayer } from '../src/status/index.js';
+import { attachStatus, type AttachedStatus as StatusLayer } from '../src/create.js';
 import type { ClusterStatus } from '../src/status/model.js';
 import { memoryLogger } from './helpers/log.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
@@ -48,8 +48,7 @@ describe('two nodes', () => {
       core.setCoordinator(coordinator);
       await coordinator.start();
       for (const j of JOBS) core.add(j);
-      const layer = createStatusLayer({ core, redis: { url: server.url }, prefix: PREFIX, logger: log.logger });
-      core.setSettings(layer.settings);
+      const layer = attachStatus({ core, redis: { url: server.url }, prefix: PREFIX, logger: log.logger });
       const ended: RunEndedEvent[] = [];
       const skipped: SkippedEvent[] = [];
       core.on('runEnded', (e) => ended.push(e));

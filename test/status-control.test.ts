@@ -11,7 +11,7 @@ import type { Redis } from 'ioredis';
 import { keys as keyNames } from '../src/redis/keys.js';
 import type { RunStartedEvent } from '../src/runner/events.js';
 import { RunnerCore } from '../src/runner/runner.js';
-import { createStatusLayer, type StatusLayer } from '../src/status/index.js';
+import { attachStatus, type AttachedStatus as StatusLayer } from '../src/create.js';
 import { memoryLogger } from './helpers/log.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
 
@@ -46,8 +46,7 @@ describe('control through redis', () => {
       const core = new RunnerCore({ instanceId: id, logger: log.logger, shutdownGraceMs: 200 });
       core.add({ id: 'beat', fixedRate: '100ms', run: () => undefined });
       core.add({ id: 'rare', fixedRate: '1h', initialDelay: '1h', run: () => undefined });
-      const layer = createStatusLayer({ core, redis: { url: server.url }, prefix: PREFIX, logger: log.logger, adminToken: 'tok' });
-      core.setSettings(layer.settings);
+      const layer = attachStatus({ core, redis: { url: server.url }, prefix: PREFIX, logger: log.logger, adminToken: 'tok' });
       const started: RunStartedEvent[] = [];
       const warnings: string[] = [];
       core.on('runStarted', (e) => started.push(e));
@@ -135,8 +134,7 @@ describe('settings tracking', () => {
   async function node(id: string, url: string, log = memoryLogger()): Promise<TestNode> {
     const core = new RunnerCore({ instanceId: id, logger: log.logger, shutdownGraceMs: 200 });
     core.add({ id: 'beat', fixedRate: '100ms', run: () => undefined });
-    const layer = createStatusLayer({ core, redis: { url }, prefix: PFX, logger: log.logger });
-    core.setSettings(layer.settings);
+    const layer = attachStatus({ core, redis: { url }, prefix: PFX, logger: log.logger });
     const started: RunStartedEvent[] = [];
     core.on('runStarted', (e) => started.push(e));
     await layer.start();

@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import { LeaseholdError, errorMessage } from '../errors.js';
 import { createLogger } from '../log/logger.js';
 import { normalizeJobs, type JobDefinition } from '../schedule/job.js';
-import { createRunner } from '../runner/create.js';
+import { createRunner } from '../create.js';
 import { CONFIG, readConfig } from './config.js';
 import { loadJobsModule } from './load.js';
 import { startPrivateRedis, type PrivateRedis } from './private-redis.js';

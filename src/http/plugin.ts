@@ -7,45 +7,17 @@
  */
 import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { isLeaseholdError } from '../errors.js';
-import type { ClusterStatus, JobDetail } from '../status/model.js';
+import type { ManageApi } from '../status/api.js';
 import { bearerChecker } from './auth.js';
 
-/** Why the node is unhealthy. */
-export type HealthReason =
-  | { readonly check: 'redis'; readonly message: string }
-  | { readonly check: 'job'; readonly jobId: string; readonly state: string; readonly reasons: string[] };
-
-/** `GET /health`: `ok` (200) or `unavailable` (503) with the reasons. */
-export interface HealthReport {
-  readonly status: 'ok' | 'unavailable';
-  readonly reasons: HealthReason[];
-}
-
-/** What an admin action did: the HTTP status and the JSON body to answer with. */
-export interface ActionResult {
-  readonly statusCode: number;
-  readonly body: Record<string, unknown>;
-}
-
-/** What the routes need; the status layer implements it. */
-export interface ManageApi {
-  cluster(): Promise<ClusterStatus>;
-  /** The same as JSON text (cached with it: large answers are not serialized per request). */
-  clusterJson(): Promise<string>;
-  /** One job with its recent runs; undefined for an unknown id. */
-  job(id: string): Promise<JobDetail | undefined>;
-  health(): Promise<HealthReport>;
-  /** Only whether this node reaches Redis (no job is judged). */
-  ready(): Promise<HealthReport>;
-  metrics(): Promise<{ contentType: string; text: string }>;
-  run(id: string): Promise<ActionResult>;
-  pause(id: string): Promise<ActionResult>;
-  resume(id: string): Promise<ActionResult>;
-}
+/** Prometheus text of this node's metrics, as `GET /metrics` serves it. */
+export type MetricsSource = () => Promise<{ contentType: string; text: string }>;
 
 /** Options of {@link leaseholdRoutes}. */
 export interface LeaseholdRoutesOptions {
   readonly api: ManageApi;
+  /** What `GET /metrics` serves. */
+  readonly metrics: MetricsSource;
   /** Bearer token of the admin routes; without one they are refused (403). */
   readonly adminToken?: string;
 }
@@ -97,7 +69,7 @@ function onError(app: FastifyInstance) {
  * The routes: `GET /manage/jobs`, `GET /manage/jobs/:id`, `POST /manage/jobs/:id/run`,
  * `.../pause`, `.../resume`, `GET /health` (and `/health/live`, `/health/ready` for
  * probes), `GET /metrics`. Register it with
- * `app.register(leaseholdRoutes, { api, adminToken })` (fastify's `prefix` option works).
+ * `app.register(leaseholdRoutes, { api, metrics, adminToken })` (fastify's `prefix` option works).
  * Job ids run to 128 characters, longer than fastify's default `maxParamLength` (100, answered
  * 414): create the instance with `routerOptions: { maxParamLength: 256 }` to reach every job.
  */
@@ -171,7 +143,7 @@ export const leaseholdRoutes: FastifyPluginAsync<LeaseholdRoutesOptions> = async
   });
 
   app.get('/metrics', { schema: { headers, querystring: query } }, async (_req, reply) => {
-    const { contentType, text } = await api.metrics();
+    const { contentType, text } = await opts.metrics();
     return reply.type(contentType).send(text);
   });
 };

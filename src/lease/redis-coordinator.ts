@@ -3,8 +3,8 @@
  * @module
  */
 import { closeRedis, type RedisClient } from '../redis/connection.js';
-import type { Logger } from 'pino';
-import type { Coordinator, ClaimDecision, HeldLease } from '../runner/coordinator.js';
+import type { Logger } from '../logger.js';
+import type { Coordinator, ClaimResult, HeldLease } from './port.js';
 import type { Keys } from '../redis/keys.js';
 import { measureOffset } from '../redis/time.js';
 import { CLAIM_LEAD_MS, createLeaseStore, type Lease } from './lease.js';
@@ -65,7 +65,7 @@ export function redisCoordinator(opts: RedisCoordinatorOptions): RedisCoordinato
     offsetMs: () => offset,
     claimLeadMs: CLAIM_LEAD_MS,
     flush: () => store.flush(),
-    async claim({ jobId, tick, leaseMs, mode, countSkip }): Promise<ClaimDecision> {
+    async claim({ jobId, tick, leaseMs, mode, countSkip }): Promise<ClaimResult> {
       const r = await store.claim({ jobId, tick, leaseMs, holder: opts.instanceId, mode: mode === 'delay' ? 'delay' : 'grid', countSkip });
       switch (r.kind) {
         case 'claimed':

@@ -7,7 +7,7 @@
  */
 import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
 import type { Lease } from './lease.js';
-import { MAX_TIMER_MS } from '../runner/clock.js';
+import { MAX_TIMER_MS } from '../clock.js';
 
 
 /** Options for {@link watchLease}. */

@@ -3,7 +3,7 @@
  * recovery (info), not every repeat.
  * @module
  */
-import type { Logger } from 'pino';
+import type { Logger } from '../logger.js';
 import type { RunnerCore } from '../runner/runner.js';
 
 /** Subscribes a logger to a runner's events. Returns an unsubscribe function. */

@@ -6,7 +6,7 @@
  */
 import { ErrorCodes, LeaseholdError } from '../errors.js';
 import type { RedisClient } from './connection.js';
-import type { Clock as RunnerClock } from '../runner/clock.js';
+import type { Clock as RunnerClock } from '../clock.js';
 
 /** A source of the present moment in epoch ms (the runner's clock will do). */
 export type Clock = Pick<RunnerClock, 'now'>;

@@ -3,11 +3,11 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import type { Logger } from 'pino';
+import type { Logger } from '../logger.js';
 import { LeaseholdError, type AbortReasonCode, errorMessage } from '../errors.js';
 import type { NormalizedJob, JobContext } from '../schedule/job.js';
 import { formatDuration } from '../schedule/duration.js';
-import type { HeldLease } from './coordinator.js';
+import type { HeldLease } from '../lease/port.js';
 import type { Emitter, RunOutcome, RunStartedEvent } from './events.js';
 
 /** How long after an abort a handler that ignores its signal is reported with the abort's outcome. */

@@ -3,12 +3,13 @@
  * timeouts, installation claims through a {@link Coordinator}, and a graceful stop.
  * @module
  */
-import type { Logger } from 'pino';
+import type { Logger } from '../logger.js';
 import { LeaseholdError, errorMessage } from '../errors.js';
 import { isEnvSetting, normalizeJob, type NormalizedJob } from '../schedule/job.js';
 import { resolveSchedule, type EffectiveSchedule, type JobOverrides, type Trigger } from '../schedule/trigger.js';
-import { completeClock, MAX_TIMER_MS, type Clock, type TimerHandle } from './clock.js';
-import { localCoordinator, type ClaimMode, type Coordinator, type HeldLease } from './coordinator.js';
+import { completeClock, MAX_TIMER_MS, type Clock, type TimerHandle } from '../clock.js';
+import { localCoordinator } from '../lease/local.js';
+import type { ClaimMode, Coordinator, HeldLease } from '../lease/port.js';
 import { Emitter, type JobState, type Listener, type RunnerEvents, type SkipReason } from './events.js';
 import { MinHeap } from './heap.js';
 import { executeRun, type ActiveRun } from './run.js';
@@ -128,7 +129,7 @@ export class RunnerCore {
   constructor(private readonly opts: RunnerCoreOptions) {
     this.clock = completeClock(opts.clock);
     this.log = opts.logger;
-    this.coordinator = opts.coordinator ?? localCoordinator();
+    this.coordinator = opts.coordinator ?? localCoordinator(this.clock);
     this.settings = opts.settings ?? { get: () => ({}) };
     this.emitter = new Emitter((err, event) => this.log.error({ err, event }, 'a listener of %s threw', event));
   }

@@ -2,7 +2,7 @@
  * Job definitions: the shape a user writes, `defineJob`, and the checks run at registration.
  * @module
  */
-import type { Logger } from 'pino';
+import type { Logger } from '../logger.js';
 import { LeaseholdError, errorMessage } from '../errors.js';
 import { validateZone } from '../cron/index.js';
 import { parseCron } from '../cron/index.js';

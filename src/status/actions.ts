@@ -6,11 +6,10 @@
  * @module
  */
 import type { RedisClient } from '../redis/connection.js';
-import type { Registry as PromRegistry } from 'prom-client';
 import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
 import type { RunnerCore } from '../runner/runner.js';
 import type { Keys } from '../redis/keys.js';
-import type { ActionResult, HealthReason, HealthReport, ManageApi } from '../http/plugin.js';
+import type { ActionResult, HealthReason, HealthReport, ManageApi } from './api.js';
 import { publishControl } from './control.js';
 import { readCluster, readJob } from './read.js';
 import type { RedisSettings } from './settings.js';
@@ -26,7 +25,6 @@ export interface ManageApiDeps {
   readonly redis: RedisClient;
   readonly keys: Keys;
   readonly settings: RedisSettings;
-  readonly metrics: PromRegistry;
   readonly failingStreak: number;
   /** Told about a background read of the status that failed. */
   readonly onReadError: (err: unknown) => void;
@@ -111,10 +109,6 @@ export function createManageApi(d: ManageApiDeps): ManageApi {
         }
       }
       return { status: reasons.length === 0 ? 'ok' : 'unavailable', reasons };
-    },
-
-    async metrics() {
-      return { contentType: d.metrics.contentType, text: await d.metrics.metrics() };
     },
 
     async run(id) {

@@ -5,7 +5,7 @@
  * @module
  */
 import { Cluster, type Redis } from 'ioredis';
-import type { Logger } from 'pino';
+import type { Logger } from '../logger.js';
 import type { RedisClient } from '../redis/connection.js';
 import { errorMessage } from '../errors.js';
 import { SETTINGS_POLL_MS } from './settings.js';

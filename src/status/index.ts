@@ -1,6 +1,7 @@
 /**
  * The status layer of one runner: stats writer, job and instance registry, settings source,
- * control channel, metrics and the HTTP routes, behind one entry point.
+ * control channel and the status API the HTTP routes mount from, behind one entry point.
+ * The composition root (`create.ts`) wires it to the runner, the metrics and the routes.
  *
  * Order of use: create it, give `settings` to the runner (`core.setSettings`), then
  * `await layer.start()` before `core.start()` (so the first fires see the settings hash);
@@ -8,16 +9,13 @@
  * @module
  */
 import { readFileSync } from 'node:fs';
-import type { FastifyPluginAsync } from 'fastify';
 import type { RedisClient } from '../redis/connection.js';
-import type { Logger } from 'pino';
-import type { Registry as PromRegistry } from 'prom-client';
+import type { Logger } from '../logger.js';
 import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
 import { closeRedis, createRedis, whenReady, type RedisTarget } from '../redis/connection.js';
 import { keys as keyNames } from '../redis/keys.js';
 import type { RunnerCore, SettingsSource } from '../runner/runner.js';
-import { createRunnerMetrics } from '../metrics/prom.js';
-import { leaseholdRoutes, type ManageApi } from '../http/plugin.js';
+import type { ManageApi } from './api.js';
 import { createManageApi } from './actions.js';
 import { subscribeControl } from './control.js';
 import { DEFAULT_FAILING_STREAK, type ClusterStatus } from './model.js';
@@ -43,23 +41,19 @@ export interface StatusLayerOptions {
   /** Key prefix. Default `leasehold`. */
   readonly prefix?: string;
   readonly logger: Logger;
-  /** Bearer token of the admin routes; without one they are refused. */
-  readonly adminToken?: string;
   /** Unsuccessful runs in a row from which a job is degraded. Default 3. */
   readonly failingStreak?: number;
   /** leasehold's version, shown in the instance list. Default: this package's. */
   readonly version?: string;
+  /** Called with the id of each job the stats first see (the metrics create its series). */
+  readonly onNewJob?: (jobId: string) => void;
 }
 
 /** The status layer; see the module comment for the order of calls. */
 export interface StatusLayer {
   /** The runner's settings source (the settings hash, cached). */
   readonly settings: SettingsSource;
-  /** The HTTP routes, bound to this runner: `app.register(layer.routes)`. */
-  readonly routes: FastifyPluginAsync;
-  /** This runner's Prometheus registry (with the process metrics). */
-  readonly metrics: PromRegistry;
-  /** What the routes call, for embedding elsewhere. */
+  /** What the routes call. */
   readonly api: ManageApi;
   /** Connects, reads the settings, registers jobs and this node; never fails for an absent Redis. */
   start(): Promise<void>;
@@ -99,7 +93,6 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
   });
   sub.on('error', (err: Error) => logger.debug({ error: err.message }, 'control connection error'));
 
-  const metrics = createRunnerMetrics(core);
   const settings = new RedisSettings({ redis, key: keys.settings, logger, onChange: (id) => core.refresh(id) });
   const registry = new Registry({
     redis,
@@ -118,8 +111,7 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
     keys,
     logger,
     onNewJob: (id) => {
-      const v = core.job(id);
-      if (v) metrics.addJob(id, v.job.scope);
+      opts.onNewJob?.(id);
       registry.addJob();
     },
   });
@@ -134,7 +126,6 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
     redis,
     keys,
     settings,
-    metrics: metrics.registry,
     failingStreak,
     onReadError: (err) => logger.debug({ error: errorMessage(err) }, 'refreshing the status from Redis failed'),
   });
@@ -142,11 +133,7 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
 
   return {
     settings,
-    metrics: metrics.registry,
     api,
-    routes: async (app) => {
-      await app.register(leaseholdRoutes, { api, ...(opts.adminToken ? { adminToken: opts.adminToken } : {}) });
-    },
     async start() {
       if (started) return;
       started = true;
@@ -177,7 +164,6 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
       if (reachable) await Promise.race([subscribed, new Promise((r) => setTimeout(r, START_WAIT_MS).unref())]);
     },
     async stop() {
-      metrics.detach();
       await settings.stop();
       await writer.stop(STOP_FLUSH_MS);
       await registry.stop();

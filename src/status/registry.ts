@@ -7,7 +7,7 @@
 import { hostname } from 'node:os';
 import type { ChainableCommander } from 'ioredis';
 import type { RedisClient } from '../redis/connection.js';
-import type { Logger } from 'pino';
+import type { Logger } from '../logger.js';
 import type { Keys } from '../redis/keys.js';
 import { pipelined } from '../redis/pipeline.js';
 import { iso } from './batch.js';

@@ -12,7 +12,7 @@
  * @module
  */
 import type { RedisClient } from '../redis/connection.js';
-import type { Logger } from 'pino';
+import type { Logger } from '../logger.js';
 import type { SettingsSource } from '../runner/runner.js';
 import type { JobOverrides } from '../schedule/trigger.js';
 import { errorMessage } from '../errors.js';

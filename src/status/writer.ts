@@ -9,7 +9,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '../redis/connection.js';
-import type { Logger } from 'pino';
+import type { Logger } from '../logger.js';
 import type { RunnerCore } from '../runner/runner.js';
 import type { Keys } from '../redis/keys.js';
 import { recordScript, type RecordBatch } from '../redis/status-commands.js';

@@ -1,7 +1,7 @@
 /**
  * A manual clock for timetable tests: time moves only when the test advances it.
  */
-import type { Clock } from '../../src/runner/clock.js';
+import type { Clock } from '../../src/clock.js';
 
 interface Pending {
   at: number;
@@ -25,6 +25,10 @@ export class ManualClock implements Required<Clock> {
   }
 
   now(): number {
+    return this.t;
+  }
+
+  monotonic(): number {
     return this.t;
   }
 

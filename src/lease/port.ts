@@ -1,7 +1,7 @@
 /**
- * The seam between the runner and whatever decides which node runs an installation tick.
- * With Redis it is the lease store; without Redis a local stand-in makes this node the
- * only one.
+ * The lease port: what the runner asks of whatever decides which node runs an installation
+ * tick. With Redis it is the lease store (`redis-coordinator.ts`); without Redis a local
+ * stand-in (`local.ts`) makes this node the only one.
  * @module
  */
 
@@ -32,7 +32,7 @@ export interface HeldLease {
 }
 
 /** What a claim found. */
-export type ClaimDecision =
+export type ClaimResult =
   | { readonly kind: 'claimed'; readonly lease: HeldLease; readonly previousTick: number | null }
   /** This tick was claimed already (it runs or ran elsewhere); `counted` when the skip was recorded with it. */
   | { readonly kind: 'done'; readonly counted: boolean }
@@ -46,7 +46,7 @@ export type ClaimDecision =
 /** Decides installation ticks. */
 export interface Coordinator {
   /** Claims a tick; throws a LeaseholdError (`REDIS_ERROR`) when Redis refused or did not answer. */
-  claim(request: ClaimRequest): Promise<ClaimDecision>;
+  claim(request: ClaimRequest): Promise<ClaimResult>;
   /** Offset of the shared clock to this node's clock, in ms (shared ≈ local + offset). */
   offsetMs(): number;
   /**
@@ -58,34 +58,4 @@ export interface Coordinator {
   flush?(): void;
   /** Releases resources. */
   close(): Promise<void>;
-}
-
-/** A coordinator for a single node without Redis: every claim succeeds once per tick. */
-export function localCoordinator(): Coordinator {
-  const state = new Map<string, { tick: number; due: number | undefined; held: boolean; fence: number }>();
-  return {
-    async claim({ jobId, tick, mode }) {
-      const s = state.get(jobId) ?? { tick: -Infinity, due: undefined, held: false, fence: 0 };
-      state.set(jobId, s);
-      if (mode !== 'manual' && s.tick >= tick) return { kind: 'done', counted: false };
-      if (mode === 'delay' && s.due !== undefined && tick < s.due) return { kind: 'notDue', dueMs: s.due };
-      if (s.held) return { kind: 'held', holder: 'this node' };
-      const previousTick = Number.isFinite(s.tick) ? s.tick : null;
-      if (mode !== 'manual') s.tick = tick;
-      s.held = true;
-      s.fence += 1;
-      const lease: HeldLease = {
-        token: s.fence,
-        watch: () => ({ stop() {}, check() {} }),
-        release: async (delayMs) => {
-          s.held = false;
-          if (delayMs !== undefined) s.due = Date.now() + delayMs;
-          return true;
-        },
-      };
-      return { kind: 'claimed', lease, previousTick };
-    },
-    offsetMs: () => 0,
-    close: async () => {},
-  };
 }

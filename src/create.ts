@@ -1,25 +1,31 @@
 /**
- * `createRunner`: the public entry point that wires the core, the logger and (when
- * configured) Redis coordination and status.
+ * The composition root: `createRunner` builds the runner core and wires it to its adapters:
+ * the log listener, and with Redis the lease coordinator, the status layer (stats, registry,
+ * settings, control), the metrics and the HTTP routes. Nothing below this module knows the
+ * others; each takes what it needs as a port and the runner emits events to listeners.
+ * `docs/architecture.md` draws the layers.
  * @module
  */
 import { hostname } from 'node:os';
-import type { Logger } from 'pino';
-import { LeaseholdError } from '../errors.js';
-import { parseDuration, type Duration } from '../schedule/duration.js';
-import type { JobDefinition, NormalizedJob } from '../schedule/job.js';
-import { createLogger } from '../log/logger.js';
-import { attachLogListener } from '../log/listener.js';
-import type { Clock } from './clock.js';
-import { RunnerCore, type JobView } from './runner.js';
-import { createRedis, describeTarget, whenReady, type RedisClient, type RedisTarget } from '../redis/connection.js';
-import { keys as keyNames } from '../redis/keys.js';
-import { redisCoordinator, type RedisCoordinator } from '../lease/redis-coordinator.js';
-import type { Listener, RunnerEvents } from './events.js';
 import type { FastifyPluginAsync } from 'fastify';
 import type { Registry as PromRegistry } from 'prom-client';
-import { createStatusLayer, type StatusLayer } from '../status/index.js';
-import type { ClusterStatus } from '../status/model.js';
+import { LeaseholdError } from './errors.js';
+import type { Clock } from './clock.js';
+import type { Logger } from './logger.js';
+import { parseDuration, type Duration } from './schedule/duration.js';
+import type { JobDefinition, NormalizedJob } from './schedule/job.js';
+import { RunnerCore, type JobView } from './runner/runner.js';
+import type { Listener, RunnerEvents } from './runner/events.js';
+import { createRedis, describeTarget, whenReady, type RedisClient, type RedisTarget } from './redis/connection.js';
+import { keys as keyNames } from './redis/keys.js';
+import { redisCoordinator, type RedisCoordinator } from './lease/redis-coordinator.js';
+import { createStatusLayer, type StatusLayer, type StatusLayerOptions } from './status/index.js';
+import type { ClusterStatus } from './status/model.js';
+import { createRunnerMetrics } from './metrics/prom.js';
+import { createLogger } from './log/logger.js';
+import { attachLogListener } from './log/listener.js';
+import { leaseholdRoutes } from './http/plugin.js';
+import { localRoutes } from './http/local.js';
 
 /** Options of {@link createRunner}. */
 export interface RunnerOptions {
@@ -92,14 +98,6 @@ export interface Runner {
   status(): Promise<ClusterStatus>;
 }
 
-/** The routes of a runner without Redis: health only, and a clear answer elsewhere. */
-const localRoutes: FastifyPluginAsync = async (app) => {
-  const needRedis = { error: 'the job status is kept in Redis: configure REDIS_URL (or start with --private-redis)' };
-  app.get('/health', async () => ({ status: 'ok', redis: 'not configured' }));
-  app.get('/manage/jobs', async (_req, reply) => reply.code(503).send(needRedis));
-  app.get('/manage/jobs/*', async (_req, reply) => reply.code(503).send(needRedis));
-};
-
 const INSTANCE_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
 /** Resolves a runner's options into checked values. */
@@ -128,6 +126,54 @@ export function resolveRunnerOptions(opts: RunnerOptions): { instanceId: string;
   return { instanceId, prefix, shutdownGraceMs, logger, target };
 }
 
+/** Options of {@link attachStatus}: the status layer's, and the admin token of the routes. */
+export interface AttachStatusOptions extends Omit<StatusLayerOptions, 'onNewJob'> {
+  readonly adminToken?: string;
+}
+
+/** A runner's Redis-backed adapters, wired to it: see {@link attachStatus}. */
+export interface AttachedStatus extends StatusLayer {
+  /** The HTTP routes, bound to this runner: `app.register(attached.routes)`. */
+  readonly routes: FastifyPluginAsync;
+  /** This runner's Prometheus registry (with the process metrics). */
+  readonly metrics: PromRegistry;
+}
+
+/**
+ * Wires a runner core (`opts.core`) to the status layer (and the core to its settings), the metrics and the
+ * HTTP routes. `start()` before `core.start()`; `stop()` after `core.stop()`.
+ */
+export function attachStatus(opts: AttachStatusOptions): AttachedStatus {
+  const { adminToken, ...statusOptions } = opts;
+  const core = opts.core;
+  const metrics = createRunnerMetrics(core);
+  const status = createStatusLayer({
+    ...statusOptions,
+    onNewJob: (id) => {
+      const v = core.job(id);
+      if (v) metrics.addJob(id, v.job.scope);
+    },
+  });
+  core.setSettings(status.settings);
+  const registry = metrics.registry;
+  const routes: FastifyPluginAsync = async (app) => {
+    await app.register(leaseholdRoutes, {
+      api: status.api,
+      metrics: async () => ({ contentType: registry.contentType, text: await registry.metrics() }),
+      ...(adminToken ? { adminToken } : {}),
+    });
+  };
+  return {
+    ...status,
+    routes,
+    metrics: registry,
+    async stop() {
+      metrics.detach();
+      await status.stop();
+    },
+  };
+}
+
 /**
  * Creates a runner. Add jobs, then `await runner.start()`; `await runner.stop()` on shutdown.
  * @throws LeaseholdError `INVALID_CONFIG` for a bad option.
@@ -138,7 +184,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
   const detachLog = attachLogListener(core, logger);
   let coordinator: RedisCoordinator | undefined;
   let leaseConnection: RedisClient | undefined;
-  let status: StatusLayer | undefined;
+  let status: AttachedStatus | undefined;
   if (target !== undefined || opts.redis !== undefined) {
     const where = opts.redis ? { client: opts.redis } : { target };
     const lease = createRedis({ role: 'lease', ...where });
@@ -146,7 +192,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
     lease.on('error', (err: Error) => logger.debug({ err: { message: err.message } }, 'lease connection error'));
     coordinator = redisCoordinator({ redis: lease, keys: keyNames(prefix), instanceId, logger, ownsConnection: true });
     core.setCoordinator(coordinator);
-    status = createStatusLayer({
+    status = attachStatus({
       core,
       redis: where,
       prefix,
@@ -154,7 +200,6 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
       ...(opts.adminToken ? { adminToken: opts.adminToken } : {}),
       ...(opts.failingStreak !== undefined ? { failingStreak: opts.failingStreak } : {}),
     });
-    core.setSettings(status.settings);
     const described = target ? describeTarget(target) : 'the given client';
     logger.info({ redis: described, prefix }, 'coordinating through Redis at %s', described);
   } else {

@@ -1,0 +1,38 @@
+/**
+ * The status layer's API: what the HTTP routes (and any other adapter) ask of it. Declared
+ * here, below the adapters, so that `http/` builds on `status/` and never the other way round.
+ * @module
+ */
+import type { ClusterStatus, JobDetail } from './model.js';
+
+/** Why the node is unhealthy. */
+export type HealthReason =
+  | { readonly check: 'redis'; readonly message: string }
+  | { readonly check: 'job'; readonly jobId: string; readonly state: string; readonly reasons: string[] };
+
+/** `GET /health`: `ok` (200) or `unavailable` (503) with the reasons. */
+export interface HealthReport {
+  readonly status: 'ok' | 'unavailable';
+  readonly reasons: HealthReason[];
+}
+
+/** What an admin action did: the HTTP status and the JSON body to answer with. */
+export interface ActionResult {
+  readonly statusCode: number;
+  readonly body: Record<string, unknown>;
+}
+
+/** What the HTTP routes ask of the status layer, which implements it. */
+export interface ManageApi {
+  cluster(): Promise<ClusterStatus>;
+  /** The same as JSON text (cached with it: large answers are not serialized per request). */
+  clusterJson(): Promise<string>;
+  /** One job with its recent runs; undefined for an unknown id. */
+  job(id: string): Promise<JobDetail | undefined>;
+  health(): Promise<HealthReport>;
+  /** Only whether this node reaches Redis (no job is judged). */
+  ready(): Promise<HealthReport>;
+  run(id: string): Promise<ActionResult>;
+  pause(id: string): Promise<ActionResult>;
+  resume(id: string): Promise<ActionResult>;
+}
