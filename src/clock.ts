@@ -68,6 +68,24 @@ export function sleep(clock: Timers, ms: number): Promise<void> {
   return new Promise((resolve) => clock.setTimer(resolve, Math.max(0, ms), true));
 }
 
+/**
+ * Resolves when `p` settles or `ms` have passed on `clock`, whichever comes first; the timer is
+ * cleared either way (with `ms` <= 0 it resolves at once). A `background` timer does not keep
+ * the process alive meanwhile.
+ */
+export function waitAtMost(clock: Timers, p: Promise<unknown>, ms: number, background = false): Promise<void> {
+  if (ms <= 0) return Promise.resolve();
+  let handle: TimerHandle | undefined;
+  const timeout = new Promise<void>((resolve) => {
+    handle = clock.setTimer(resolve, Math.max(0, ms), background);
+  });
+  const settled = p.then(
+    () => undefined,
+    () => undefined,
+  );
+  return Promise.race([settled, timeout]).finally(() => clock.clearTimer(handle));
+}
+
 /** A repeating background timer, from {@link every}. */
 export interface Repeating {
   /** Stops it; the callback is not called again. */

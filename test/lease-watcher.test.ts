@@ -14,6 +14,7 @@ interface Lost {
   at: number;
   reason: string;
   cause: unknown;
+  kind: string;
 }
 
 describe('lease watcher', () => {
@@ -49,7 +50,7 @@ describe('lease watcher', () => {
     const lost = new Promise<Lost>((resolve) => {
       report = resolve;
     });
-    const w = watchLease(lease, { leaseMs, onLost: (reason, cause) => report({ at: performance.now(), reason, cause }) });
+    const w = watchLease(lease, { leaseMs, onLost: (loss) => report({ at: performance.now(), reason: loss.message, cause: loss.error, kind: loss.cause }) });
     watches.push(w);
     return { watch: w, lost };
   }
@@ -83,6 +84,7 @@ describe('lease watcher', () => {
     assert.notEqual(result, 'timeout');
     if (result === 'timeout') return;
     assert.match(result.reason, /gone or held by another/);
+    assert.equal(result.kind, 'gone');
     assert.ok(result.at - deletedAt < 600);
     assert.equal(w.lost, true);
     await sleep(50);
@@ -113,6 +115,7 @@ describe('lease watcher', () => {
       const after = result.at - claimedAt;
       assert.ok(after >= 900 && after < 1500, `onLost ${after}ms after the claim`);
       assert.match(result.reason, /did not confirm/);
+      assert.equal(result.kind, 'redisStalled');
     } finally {
       server.resume();
     }
@@ -128,6 +131,7 @@ describe('lease watcher', () => {
     assert.notEqual(result, 'timeout');
     if (result === 'timeout') return;
     assert.match(result.reason, /extending the lease failed/);
+    assert.equal(result.kind, 'redisFailed');
     assert.ok(isLeaseholdError(result.cause, 'REDIS_ERROR'));
   });
 
@@ -142,6 +146,7 @@ describe('lease watcher', () => {
     assert.notEqual(result, 'timeout');
     if (result === 'timeout') return;
     assert.match(result.reason, /after the lease deadline/);
+    assert.equal(result.kind, 'loopBlocked');
   });
 
   it('extends every half lease time and stops extending at stop()', async () => {

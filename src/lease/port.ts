@@ -18,6 +18,36 @@ export interface ClaimRequest {
   readonly countSkip: boolean;
 }
 
+/** Why a lease can no longer be trusted. */
+export const LeaseLossCauses = {
+  /** The lease key is gone (expired or deleted) or holds another node's value. */
+  gone: 'gone',
+  /** An extension failed: Redis refused it or the connection broke. */
+  redisFailed: 'redisFailed',
+  /** Redis did not confirm an extension before the lease would have expired (a stalled Redis). */
+  redisStalled: 'redisStalled',
+  /** This process could not extend in time: its event loop was blocked past the lease deadline. */
+  loopBlocked: 'loopBlocked',
+} as const;
+/** One of {@link LeaseLossCauses}. */
+export type LeaseLossCause = (typeof LeaseLossCauses)[keyof typeof LeaseLossCauses];
+
+/** A lost lease: the typed cause, and a sentence for people. */
+export interface LeaseLoss {
+  readonly cause: LeaseLossCause;
+  readonly message: string;
+  /** The error behind a `redisFailed` loss. */
+  readonly error?: unknown;
+}
+
+/** A running watch of a held lease. */
+export interface LeaseWatchHandle {
+  /** Stops extending; `onLost` is not called after it. */
+  stop(): void;
+  /** Reports the loss now if the deadline passed without a confirmed extension (a blocked loop). */
+  check(): void;
+}
+
 /** A lease this node holds for one run. */
 export interface HeldLease {
   /** Fencing token of the claim. */
@@ -26,7 +56,7 @@ export interface HeldLease {
    * Starts extending the lease every half lease time; `onLost` is called once when an
    * extension fails, finds the lease gone or someone else's, or gets no answer in time.
    */
-  watch(leaseMs: number, onLost: (why: string) => void): { stop(): void; check(): void };
+  watch(leaseMs: number, onLost: (loss: LeaseLoss) => void): LeaseWatchHandle;
   /** Releases the lease if it is still ours; for fixedDelay, records the next due time. */
   release(delayMs: number | undefined): Promise<boolean>;
 }

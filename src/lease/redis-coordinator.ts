@@ -4,7 +4,7 @@
  */
 import { closeRedis, type RedisClient } from '../redis/connection.js';
 import type { Logger } from '../logger.js';
-import type { Coordinator, ClaimResult, HeldLease } from './port.js';
+import type { Coordinator, ClaimResult, HeldLease, LeaseLoss, LeaseWatchHandle } from './port.js';
 import type { Keys } from '../redis/keys.js';
 import { measureOffset } from '../redis/time.js';
 import { CLAIM_LEAD_MS, createLeaseStore, type Lease } from './lease.js';
@@ -101,8 +101,8 @@ class Held implements HeldLease {
     this.#lease = lease;
   }
 
-  watch(leaseMs: number, onLost: (why: string) => void): { stop(): void; check(): void } {
-    return watchLease(this.#lease, { leaseMs, onLost: (why, cause) => onLost(cause instanceof Error ? `${why} (${cause.message})` : why) });
+  watch(leaseMs: number, onLost: (loss: LeaseLoss) => void): LeaseWatchHandle {
+    return watchLease(this.#lease, { leaseMs, onLost });
   }
 
   release(delayMs: number | undefined): Promise<boolean> {

@@ -7,6 +7,7 @@
  */
 import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
 import type { Lease } from './lease.js';
+import type { LeaseLoss, LeaseLossCause } from './port.js';
 import { MAX_TIMER_MS } from '../clock.js';
 
 
@@ -15,10 +16,10 @@ export interface WatchLeaseOptions {
   /** Lease time to live, ms; the lease is extended every half of it. */
   leaseMs: number;
   /**
-   * Called once when the lease is lost, with a reason for people and, when
-   * an error caused it, that error. Not called after `stop()`. Must not throw.
+   * Called once when the lease is lost, with its cause and a sentence for people (which
+   * names the error, when one caused it). Not called after `stop()`. Must not throw.
    */
-  onLost(reason: string, cause?: unknown): void;
+  onLost(loss: LeaseLoss): void;
   /**
    * Monotonic ms clock, default `performance.now()`. Must be the clock of
    * the lease store that made the lease (deadlines are passed to it).
@@ -104,7 +105,7 @@ class Watch implements LeaseWatch {
 
   check(): void {
     const at = this.now();
-    if (at >= this.deadline) this.lose(`the lease deadline passed ${Math.round(at - this.deadline)}ms ago without an extension (event loop blocked?); the lease may have expired`);
+    if (at >= this.deadline) this.lose('loopBlocked', `the lease deadline passed ${Math.round(at - this.deadline)}ms ago without an extension (event loop blocked?); the lease may have expired`);
   }
 
   async wake(): Promise<void> {
@@ -112,7 +113,7 @@ class Watch implements LeaseWatch {
     if (this.stopped || this.isLost) return;
     const sentAt = this.now();
     if (sentAt >= this.deadline) {
-      this.lose(`the watcher woke ${Math.round(sentAt - this.deadline)}ms after the lease deadline (event loop blocked?); the lease may have expired`);
+      this.lose('loopBlocked', `the watcher woke ${Math.round(sentAt - this.deadline)}ms after the lease deadline (event loop blocked?); the lease may have expired`);
       return;
     }
     if (sentAt < this.lastSentAt + this.interval) {
@@ -123,14 +124,13 @@ class Watch implements LeaseWatch {
     try {
       extended = await this.lease.extend(this.leaseMs, this.deadline);
     } catch (err) {
-      this.lose(`extending the lease failed: ${errorMessage(err)}`, err);
+      this.lose('redisFailed', `extending the lease failed: ${errorMessage(err)}`, err);
       return;
     }
     if (this.stopped || this.isLost) return;
     if (!extended) {
-      this.lose(this.now() >= this.deadline
-        ? `Redis did not confirm an extension within the lease time (${this.leaseMs}ms)`
-        : 'the lease is gone or held by another instance');
+      if (this.now() >= this.deadline) this.lose('redisStalled', `Redis did not confirm an extension within the lease time (${this.leaseMs}ms)`);
+      else this.lose('gone', 'the lease is gone or held by another instance');
       return;
     }
     this.lastSentAt = sentAt;
@@ -138,12 +138,12 @@ class Watch implements LeaseWatch {
     this.schedule();
   }
 
-  private lose(reason: string, cause?: unknown): void {
+  private lose(cause: LeaseLossCause, message: string, error?: unknown): void {
     if (this.stopped || this.isLost) return;
     this.isLost = true;
     clearTimeout(this.timer);
     this.timer = undefined;
-    this.onLost(reason, cause);
+    this.onLost(error === undefined ? { cause, message } : { cause, message, error });
   }
 
   private schedule(): void {

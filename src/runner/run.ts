@@ -3,11 +3,12 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
+import type { Timers, TimerHandle } from '../clock.js';
 import type { Logger } from '../logger.js';
 import { LeaseholdError, type AbortReasonCode, errorMessage } from '../errors.js';
 import type { NormalizedJob, JobContext } from '../schedule/job.js';
 import { formatDuration } from '../schedule/duration.js';
-import type { HeldLease } from '../lease/port.js';
+import type { HeldLease, LeaseLoss, LeaseWatchHandle } from '../lease/port.js';
 import type { Emitter, RunOutcome, RunStartedEvent } from './events.js';
 
 /** How long after an abort a handler that ignores its signal is reported with the abort's outcome. */
@@ -37,6 +38,7 @@ export interface RunParams {
   readonly lease: HeldLease | undefined;
   readonly instanceId: string;
   readonly logger: Logger;
+  readonly clock: Timers;
   readonly now: () => number;
   readonly emitter: Emitter;
   /** fixedDelay: passed to the lease release so the cluster knows the next due time. */
@@ -55,21 +57,7 @@ export function executeRun(p: RunParams): ActiveRun {
   return new Run(p);
 }
 
-/** The timeout of a run: a plain function, so arming it makes no closure per run. */
-function onRunTimeout(run: Run): void {
-  run.timedOut();
-}
-
-/** A run reported with its abort's outcome when its handler ignores the abort. */
-function onReportAfterAbort(run: Run): void {
-  run.reportNow();
-}
-
-/**
- * One run. A class rather than closures: a node starting a thousand runs at one tick keeps a
- * thousand of these alive while their handlers run, and every young-generation collection
- * during the burst copies them.
- */
+/** One run: its handler call, timeout, lease watch and outcome. */
 class Run implements ActiveRun {
   readonly runId: string;
   readonly startedAt: number;
@@ -81,10 +69,10 @@ class Run implements ActiveRun {
   private controller: AbortController | undefined;
   private abortError: LeaseholdError | undefined;
   private reported = false;
-  private reportTimer: NodeJS.Timeout | undefined;
+  private reportTimer: TimerHandle | undefined;
   private leaseLost = false;
-  private readonly timeout: NodeJS.Timeout;
-  private readonly watcher: { stop(): void; check(): void } | undefined;
+  private readonly timeout: TimerHandle;
+  private readonly watcher: LeaseWatchHandle | undefined;
   private log: Logger | undefined;
 
   constructor(private readonly p: RunParams) {
@@ -101,8 +89,8 @@ class Run implements ActiveRun {
       fencingToken: p.lease?.token,
       manual: p.manual,
     };
-    this.timeout = setTimeout(onRunTimeout, p.timeoutMs, this);
-    this.watcher = p.lease?.watch(p.leaseMs, (why) => this.onLeaseLost(why));
+    this.timeout = p.clock.setTimer(() => this.timedOut(), p.timeoutMs);
+    this.watcher = p.lease?.watch(p.leaseMs, (loss) => this.onLeaseLost(loss));
     const ctx = new RunContext(this, p);
     p.emitter.emit('runStarted', this.started);
     this.settled = this.settle(ctx);
@@ -114,11 +102,11 @@ class Run implements ActiveRun {
     this.abortedReason = reason;
     // Once aborted the timeout has nothing left to do; a handler that ignores the abort must not
     // keep the process alive for the rest of it after a stop.
-    clearTimeout(this.timeout);
+    this.p.clock.clearTimer(this.timeout);
     this.abortError = new LeaseholdError(reason, detail ?? `job "${this.p.job.id}" run aborted: ${reason}`);
     this.controller?.abort(this.abortError);
-    this.reportTimer = setTimeout(onReportAfterAbort, REPORT_AFTER_ABORT_MS, this);
-    this.reportTimer.unref();
+    // A handler that ignores the abort is reported with the abort's outcome after a while.
+    this.reportTimer = this.p.clock.setTimer(() => this.reportNow(), REPORT_AFTER_ABORT_MS, true);
   }
 
   /** Reports the abort's outcome now if not yet reported (shutdown gives up on a stuck handler). */
@@ -145,16 +133,16 @@ class Run implements ActiveRun {
     return (this.log ??= this.p.logger.child({ jobId: this.p.job.id, runId: this.runId }));
   }
 
-  private onLeaseLost(why: string): void {
+  private onLeaseLost(loss: LeaseLoss): void {
     const { p } = this;
     this.leaseLost = true;
-    if (/event loop blocked/.test(why)) {
+    if (loss.cause === 'loopBlocked') {
       p.emitter.emit('warning', {
         jobId: p.job.id,
-        message: `job "${p.job.id}" blocked the event loop past its lease (${formatDuration(p.leaseMs)}): ${why}. The run is recorded lockLost because another node may have taken the lease; move blocking or CPU-heavy work off the event loop (a worker thread) or give the job a longer lease`,
+        message: `job "${p.job.id}" blocked the event loop past its lease (${formatDuration(p.leaseMs)}): ${loss.message}. The run is recorded lockLost because another node may have taken the lease; move blocking or CPU-heavy work off the event loop (a worker thread) or give the job a longer lease`,
       });
     }
-    this.abort('lockLost', `job "${p.job.id}" lost its lease: ${why}`);
+    this.abort('lockLost', `job "${p.job.id}" lost its lease: ${loss.message}`);
   }
 
   /** A handler that blocked the loop may end before any timer ran: check the lease deadline first. */
@@ -183,8 +171,8 @@ class Run implements ActiveRun {
         if (this.abortedReason) this.report(OUTCOME_OF[this.abortedReason], this.abortError?.message, err);
         else this.report('failed', errorMessage(err), err);
       }
-      clearTimeout(this.timeout);
-      if (this.reportTimer) clearTimeout(this.reportTimer);
+      p.clock.clearTimer(this.timeout);
+      if (this.reportTimer !== undefined) p.clock.clearTimer(this.reportTimer);
       this.watcher?.stop();
       // A lost lease is never released: another node may hold it now.
       if (p.lease && !this.leaseLost) {

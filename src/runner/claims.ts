@@ -1,0 +1,160 @@
+/**
+ * The claim protocol of installation jobs: before a run the node asks the coordinator for
+ * the tick, and the answer decides. Claimed: the run starts on the tick (never before it) and
+ * the ticks no node claimed since the last claim are counted missed. Done: another node has
+ * the tick (a skip). Held by an earlier run: retried within the misfire grace. Not due
+ * (fixedDelay): planned for the cluster's due time. Early: retried at the tick. A claim that
+ * fails is a failed run, so a broken Redis never looks like somebody else's turn.
+ * @module
+ */
+import { errorMessage } from '../errors.js';
+import { sleep, type Timers } from '../clock.js';
+import type { ClaimMode, ClaimResult, Coordinator, HeldLease } from '../lease/port.js';
+import type { EffectiveSchedule } from '../schedule/trigger.js';
+import type { Emitter, SkipReason } from './events.js';
+import { countMissedTicks } from './missed.js';
+import type { Slot } from './slot.js';
+import type { Timetable } from './timetable.js';
+
+/** What the claim protocol needs of the runner. */
+export interface ClaimHost {
+  readonly clock: Timers;
+  readonly emitter: Emitter;
+  readonly coordinator: Coordinator;
+  readonly timetable: Timetable;
+  readonly instanceId: string;
+  /** Whether runs may start (the runner runs and is not stopping). */
+  readonly isRunning: boolean;
+  /** The shared clock (Redis time when coordinated). */
+  now(): number;
+  startRun(slot: Slot, eff: EffectiveSchedule, tick: number, manual: boolean, lease: HeldLease | undefined): void;
+  skip(slot: Slot, reason: SkipReason, tick: number, now: number, recorded?: boolean): void;
+}
+
+/** Claims installation ticks for one runner; see the module comment. */
+export class Claims {
+  /** Claims whose answer is not handled yet: a stop waits for them. */
+  private readonly inFlight = new Set<Promise<void>>();
+  /** Waits for ticks whose claims went out ahead of them, one per tick. */
+  private readonly tickWaits = new Map<number, Promise<void>>();
+
+  constructor(private readonly host: ClaimHost) {}
+
+  /** Claims `tick` for the slot's job and starts the run when the claim is won. */
+  claim(slot: Slot, eff: EffectiveSchedule, tick: number, mode: ClaimMode): void {
+    slot.claiming = tick;
+    const handled = this.decide(slot, eff, tick, mode).finally(() => {
+      if (slot.claiming === tick) slot.claiming = undefined;
+      this.inFlight.delete(handled);
+    });
+    this.inFlight.add(handled);
+  }
+
+  /** Resolves once every claim in flight is handled (a lease won while stopping is released). */
+  async settled(): Promise<void> {
+    await Promise.all(this.inFlight);
+  }
+
+  private async decide(slot: Slot, eff: EffectiveSchedule, tick: number, mode: ClaimMode): Promise<void> {
+    const host = this.host;
+    // The catch-up tick of a fixedRate job at start is no skip when someone ran it.
+    const catchUp = mode === 'grid' && tick < slot.anchor - slot.job.initialDelayMs;
+    let result: ClaimResult;
+    try {
+      result = await host.coordinator.claim({ jobId: slot.job.id, tick, leaseMs: eff.leaseMs, mode, countSkip: !catchUp && mode !== 'manual' });
+    } catch (err) {
+      slot.claiming = undefined;
+      this.failed(slot, tick, mode === 'manual', err);
+      return;
+    }
+    // A claim sent ahead of its tick: the run starts on the tick, never before it.
+    if (result.kind === 'claimed') await this.untilTick(tick);
+    slot.claiming = undefined;
+    if (!host.isRunning) {
+      if (result.kind === 'claimed') {
+        // Stopping: no run begins, and the tick this claim took will not run anywhere now.
+        if (mode !== 'manual') host.emitter.emit('missed', { jobId: slot.job.id, count: 1, afterTick: result.previousTick ?? tick, beforeTick: tick });
+        await result.lease.release(undefined).catch(() => false);
+      }
+      return;
+    }
+    const now = host.now();
+    switch (result.kind) {
+      case 'claimed': {
+        if (result.previousTick !== null && mode === 'grid') {
+          const count = countMissedTicks(eff.trigger, result.previousTick, tick);
+          if (count > 0) host.emitter.emit('missed', { jobId: slot.job.id, count, afterTick: result.previousTick, beforeTick: tick });
+        }
+        host.startRun(slot, eff, tick, mode === 'manual', result.lease);
+        return;
+      }
+      case 'done':
+        if (!catchUp) host.skip(slot, 'claimed', tick, now, result.counted);
+        if (mode === 'delay') host.timetable.tick(slot, now + eff.trigger.intervalMs);
+        return;
+      case 'notDue':
+        host.timetable.tick(slot, result.dueMs);
+        return;
+      case 'early':
+        if (mode !== 'manual') host.timetable.retryAt(slot, now + Math.max(1, tick - result.serverNowMs), tick, mode);
+        return;
+      case 'held':
+        this.held(slot, eff, tick, mode, now);
+        return;
+    }
+  }
+
+  /** Another run holds the lease: try again within the misfire grace, or skip the tick. */
+  private held(slot: Slot, eff: EffectiveSchedule, tick: number, mode: ClaimMode, now: number): void {
+    const grace = slot.job.misfireGraceMs ?? Math.min(eff.leaseMs, eff.trigger.intervalMs);
+    const step = Math.max(50, Math.min(1_000, Math.floor(grace / 5)));
+    if (mode === 'delay') {
+      // fixedDelay: another node's run is going on; its end sets the next due time.
+      this.host.timetable.retryAt(slot, now + step, tick, mode);
+    } else if (mode === 'grid' && now + step <= tick + grace) {
+      this.host.timetable.retryAt(slot, now + step, tick, mode);
+    } else {
+      this.host.skip(slot, 'claimed', tick, now);
+    }
+  }
+
+  /**
+   * Resolves once the shared clock reaches `tick` (at once when it has), or the runner stops.
+   * The runs of the jobs claimed for one tick share one wait.
+   */
+  private untilTick(tick: number): Promise<void> | undefined {
+    const host = this.host;
+    if (tick - host.now() <= 0) return undefined;
+    let wait = this.tickWaits.get(tick);
+    if (wait === undefined) {
+      wait = (async () => {
+        for (let ms = tick - host.now(); ms > 0 && host.isRunning; ms = tick - host.now()) await sleep(host.clock, ms);
+        this.tickWaits.delete(tick);
+      })();
+      this.tickWaits.set(tick, wait);
+    }
+    return wait;
+  }
+
+  private failed(slot: Slot, tick: number, manual: boolean, err: unknown): void {
+    const host = this.host;
+    const now = host.now();
+    host.emitter.emit('runEnded', {
+      jobId: slot.job.id,
+      runId: `claim-${tick}`,
+      scope: slot.job.scope,
+      instanceId: host.instanceId,
+      scheduledAt: tick,
+      startedAt: now,
+      lagMs: now - tick,
+      fencingToken: undefined,
+      manual,
+      outcome: 'failed',
+      endedAt: now,
+      durationMs: 0,
+      error: `claiming the lease failed: ${errorMessage(err)}`,
+      cause: err,
+    });
+    if (slot.effective?.trigger.kind === 'fixedDelay') host.timetable.tick(slot, now + slot.effective.trigger.intervalMs);
+  }
+}

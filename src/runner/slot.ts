@@ -1,0 +1,104 @@
+/**
+ * A job as the runner holds it (its slot), and how its settings resolve: the declared
+ * schedule with the environment and the settings hash applied, and the state that follows
+ * (ok, paused, invalidSchedule).
+ * @module
+ */
+import { errorMessage } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { isEnvSetting, type NormalizedJob } from '../schedule/job.js';
+import { resolveSchedule, type EffectiveSchedule, type JobOverrides } from '../schedule/trigger.js';
+import type { Emitter, JobState } from './events.js';
+import type { ActiveRun } from './run.js';
+
+/**
+ * Where the runner reads per-job overrides (the settings hash, through the status layer).
+ * `get` answers a new object when a job's overrides change: the runner re-resolves a schedule
+ * only when it gets a different object (or the schedule reads the environment).
+ */
+export interface SettingsSource {
+  get(jobId: string): JobOverrides;
+}
+
+/** One job in the runner: its definition, its schedule as it applies now, and what it is doing. */
+export class Slot {
+  effective: EffectiveSchedule | undefined;
+  invalidCause: string | undefined;
+  paused = false;
+  /** Grid anchor for an instance fixedRate job. */
+  anchor = 0;
+  /** The timetable entry of the next fire; older entries of this job are stale. */
+  fireSeq = 0;
+  /** The timetable entry of a pending claim retry. */
+  retrySeq = 0;
+  nextAt: number | null = null;
+  /** The tick whose claim is in flight: nothing else starts meanwhile. */
+  claiming: number | undefined;
+  /** The run in progress. */
+  running: ActiveRun | undefined;
+  /** The overrides the schedule was last resolved with. */
+  private overrides: JobOverrides | undefined;
+  /** Warnings given once each. */
+  private readonly warned = new Set<string>();
+  /** Whether the declared schedule reads the environment (then it is resolved at every fire). */
+  private readonly readsEnv: boolean;
+
+  constructor(readonly job: NormalizedJob) {
+    const s = job.schedule;
+    this.readsEnv = isEnvSetting(s.value) || (s.kind === 'cron' && isEnvSetting(s.zone));
+  }
+
+  /** The job's state as the runner sees it. */
+  get state(): JobState {
+    return this.invalidCause ? 'invalidSchedule' : this.paused ? 'paused' : 'ok';
+  }
+
+  /** Whether a claim or a run occupies the job. */
+  get busy(): boolean {
+    return this.claiming !== undefined || this.running !== undefined;
+  }
+
+  /** Applies the job's current settings; emits state changes and warnings. */
+  resolve(settings: SettingsSource, emitter: Emitter, log: Logger): void {
+    const id = this.job.id;
+    const overrides = readOverrides(settings, id, log);
+    // The same overrides object and no environment setting: nothing can have changed.
+    if (overrides === this.overrides && !this.readsEnv && this.effective !== undefined && this.invalidCause === undefined) return;
+    this.overrides = overrides;
+    const prevState = this.state;
+    const prevCause = this.invalidCause;
+    const paused = overrides.paused?.trim().toLowerCase();
+    if (paused !== undefined && paused !== '' && paused !== 'true' && paused !== 'false') {
+      this.warnOnce(emitter, `settings: ${id}.paused is ${JSON.stringify(overrides.paused)}; expected true or false, ignored`);
+    } else {
+      this.paused = paused === 'true';
+    }
+    try {
+      const anchor = this.job.scope === 'installation' ? 0 : this.anchor;
+      this.effective = resolveSchedule(this.job, overrides, anchor, this.effective?.trigger);
+      this.invalidCause = undefined;
+      for (const w of this.effective.warnings) this.warnOnce(emitter, `settings: ${w}`);
+    } catch (err) {
+      this.invalidCause = errorMessage(err);
+    }
+    const state = this.state;
+    if (state !== prevState || (state === 'invalidSchedule' && this.invalidCause !== prevCause)) {
+      emitter.emit('jobState', { jobId: id, state, cause: this.invalidCause });
+    }
+  }
+
+  private warnOnce(emitter: Emitter, message: string): void {
+    if (this.warned.has(message)) return;
+    this.warned.add(message);
+    emitter.emit('warning', { jobId: this.job.id, message });
+  }
+}
+
+function readOverrides(settings: SettingsSource, id: string, log: Logger): JobOverrides {
+  try {
+    return settings.get(id);
+  } catch (err) {
+    log.warn({ err, jobId: id }, 'reading settings failed; using the declared schedule');
+    return {};
+  }
+}

@@ -1,0 +1,174 @@
+/**
+ * The timetable: every job's next fire in one min-heap, behind one timer (capped at
+ * {@link MAX_TIMER_MS}, the clock read again on wake). It plans a job's first and next ticks
+ * from its trigger and hands each fire, and each claim retry, back to the runner when due.
+ * @module
+ */
+import { MAX_TIMER_MS, type TimerHandle, type Timers } from '../clock.js';
+import type { ClaimMode } from '../lease/port.js';
+import type { Emitter } from './events.js';
+import { MinHeap } from './heap.js';
+import type { Slot } from './slot.js';
+
+/** An invalid schedule is checked again this often. */
+export const RECHECK_INVALID_MS = 60_000;
+
+interface Entry {
+  readonly at: number;
+  readonly seq: number;
+  readonly slot: Slot;
+  readonly kind: 'fire' | 'retry';
+  readonly tick: number;
+  readonly mode: ClaimMode;
+}
+
+/** What the timetable needs of the runner. */
+export interface TimetableHost {
+  readonly clock: Timers;
+  readonly emitter: Emitter;
+  /** The shared clock (Redis time when coordinated). */
+  now(): number;
+  /** Whether fires may be planned (the runner runs). */
+  readonly isRunning: boolean;
+  /** How long before a grid tick an installation claim may be sent; 0: at the tick. */
+  readonly claimLeadMs: number;
+  /** A job's tick is due (`now` may be up to the claim lead before it). */
+  fire(slot: Slot, tick: number, now: number): void;
+  /** A claim retry is due. */
+  retry(slot: Slot, tick: number, mode: ClaimMode): void;
+  /** Every fire due at one wake has been handed over. */
+  afterWake(): void;
+}
+
+/** The timetable of one runner; see the module comment. */
+export class Timetable {
+  private readonly heap = new MinHeap<Entry>();
+  private seq = 0;
+  private timer: TimerHandle | undefined;
+  private timerAt = Infinity;
+
+  constructor(private readonly host: TimetableHost) {}
+
+  /** Plans a job's first fire when the runner starts or the job is added. */
+  planFirst(slot: Slot): void {
+    const now = this.host.now();
+    const { job } = slot;
+    const t = slot.effective?.trigger;
+    if (slot.invalidCause || !t) {
+      this.at(slot, now + RECHECK_INVALID_MS, now + RECHECK_INVALID_MS);
+    } else if (t.kind === 'cron') {
+      this.tick(slot, t.next(now));
+    } else if (t.kind === 'fixedRate' && job.scope === 'installation') {
+      // The shared grid: with an initial delay wait for the first tick after it; without,
+      // take the current period's tick if nobody ran it (the claim decides).
+      const from = now + job.initialDelayMs;
+      const next = t.next(from - 1) ?? from; // first grid tick at or after `from`
+      this.tick(slot, job.initialDelayMs > 0 || next === from ? next : next - t.intervalMs);
+    } else {
+      this.tick(slot, now + job.initialDelayMs);
+    }
+  }
+
+  /**
+   * Plans the next fire after `after` from the slot's trigger (grid jobs), or a recheck of an
+   * invalid schedule. A fixedDelay job is planned when its run ends, or at once with `replace`.
+   */
+  planNext(slot: Slot, after: number, replace = false): void {
+    const t = slot.effective?.trigger;
+    if (slot.invalidCause || !t) {
+      this.at(slot, after + RECHECK_INVALID_MS, after + RECHECK_INVALID_MS);
+    } else if (t.kind !== 'fixedDelay') {
+      this.tick(slot, t.next(after));
+    } else if (replace) {
+      this.tick(slot, after + t.intervalMs);
+    }
+  }
+
+  /** Plans the job's next fire for `tick` (null: the schedule never fires again). */
+  tick(slot: Slot, tick: number | null): void {
+    if (tick === null) {
+      slot.fireSeq = ++this.seq;
+      slot.nextAt = null;
+      this.host.emitter.emit('scheduled', { jobId: slot.job.id, nextDueAt: null });
+      return;
+    }
+    this.at(slot, tick - this.leadMs(slot), tick);
+  }
+
+  /** Plans a claim retry of `tick` at `at`. */
+  retryAt(slot: Slot, at: number, tick: number, mode: ClaimMode): void {
+    this.push(slot, at, tick, 'retry', mode);
+  }
+
+  /** Plans the job's next fire for `tick`, firing at `at` (at most the claim lead before it). */
+  at(slot: Slot, at: number, tick: number): void {
+    this.push(slot, at, tick, 'fire', 'grid');
+  }
+
+  /** Drops every entry and the timer. */
+  clear(): void {
+    this.disarm();
+    this.heap.clear();
+  }
+
+  /**
+   * How early a tick fires: an installation job on a grid (cron, fixedRate) sends its claim
+   * the coordinator's lead ahead of the tick, at most a quarter of its interval; its run still
+   * starts on the tick. Everything else fires on the tick.
+   */
+  private leadMs(slot: Slot): number {
+    const lead = this.host.claimLeadMs;
+    const trigger = slot.effective?.trigger;
+    if (lead <= 0 || slot.job.scope !== 'installation' || !trigger || trigger.kind === 'fixedDelay') return 0;
+    return Math.min(lead, Math.floor(trigger.intervalMs / 4));
+  }
+
+  private push(slot: Slot, at: number, tick: number, kind: 'fire' | 'retry', mode: ClaimMode): void {
+    if (!this.host.isRunning) return;
+    const seq = ++this.seq;
+    if (kind === 'fire') {
+      slot.fireSeq = seq;
+      slot.nextAt = tick;
+      this.host.emitter.emit('scheduled', { jobId: slot.job.id, nextDueAt: tick });
+    } else {
+      slot.retrySeq = seq;
+    }
+    this.heap.push({ at, seq, slot, kind, tick, mode });
+    if (at < this.timerAt) this.arm();
+  }
+
+  /** Makes any pending retry of the slot stale (a new tick supersedes it). */
+  dropRetry(slot: Slot): void {
+    slot.retrySeq = ++this.seq;
+  }
+
+  private arm(): void {
+    this.disarm();
+    const top = this.heap.peek();
+    if (!top || !this.host.isRunning) return;
+    const now = this.host.now();
+    const delay = Math.max(0, Math.min(top.at - now, MAX_TIMER_MS));
+    this.timerAt = now + delay;
+    this.timer = this.host.clock.setTimer(() => this.wake(), delay);
+  }
+
+  private disarm(): void {
+    if (this.timer !== undefined) this.host.clock.clearTimer(this.timer);
+    this.timer = undefined;
+    this.timerAt = Infinity;
+  }
+
+  private wake(): void {
+    this.timer = undefined;
+    this.timerAt = Infinity;
+    const now = this.host.now();
+    for (let top = this.heap.peek(); top && top.at <= now; top = this.heap.peek()) {
+      this.heap.pop();
+      const { slot } = top;
+      if (top.kind === 'fire' && top.seq === slot.fireSeq) this.host.fire(slot, top.tick, now);
+      else if (top.kind === 'retry' && top.seq === slot.retrySeq) this.host.retry(slot, top.tick, top.mode);
+    }
+    this.host.afterWake();
+    this.arm();
+  }
+}
