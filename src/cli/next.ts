@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { parseCron } from '../cron/index.js';
 import { type ResolvedZone, formatInZone, resolveZone, utcMs, zonedToInstant } from '../cron/zone.js';
 import { isLeaseholdError, errorMessage } from '../errors.js';
+import { systemClock, type Clock } from '../clock.js';
 
 /** What the command prints and its exit status. */
 export interface CommandResult {
@@ -68,7 +69,7 @@ function failure(message: string): CommandResult {
  * expression (and its field), the zone, `--from`, `-n`, or an unknown option.
  * The clock gives the default `--from` (now).
  */
-export function runNext(argv: string[], clock: { now(): number } = { now: () => Date.now() }): CommandResult {
+export function runNext(argv: string[], clock: Pick<Clock, 'now'> = systemClock): CommandResult {
   try {
     let values: { zone?: string | undefined; from?: string | undefined; count?: string | undefined };
     let positionals: string[];

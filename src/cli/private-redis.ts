@@ -7,6 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, connect } from 'node:net';
 import { LeaseholdError } from '../errors.js';
+import { sleep, systemClock, waitAtMost } from '../clock.js';
 
 /** A running private Redis. */
 export interface PrivateRedis {
@@ -74,16 +75,16 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const deadline = Date.now() + 10_000;
+  const deadline = systemClock.monotonic() + 10_000;
   while (!(await ping(port))) {
     if (child.exitCode !== null || /not found|No such file/.test(stderr)) {
       throw new LeaseholdError('INVALID_CONFIG', /not found|No such file/.test(stderr) ? NO_REDIS_HINT : `the private redis-server did not start: ${stderr.trim().split('\n')[0] ?? ''}`);
     }
-    if (Date.now() > deadline) {
+    if (systemClock.monotonic() > deadline) {
       child.stdin?.end();
       throw new LeaseholdError('INVALID_CONFIG', `the private redis-server did not answer on port ${port} within 10 s`);
     }
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(systemClock, 50);
   }
   // The pipe must not keep the node alive; its end is what stops the server.
   (child.stdin as unknown as { unref?: () => void } | null)?.unref?.();
@@ -94,9 +95,7 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
     async stop() {
       child.stdin?.end();
       // A referenced timer keeps the process alive until the server has gone (or 3 s).
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([exited, new Promise((r) => (timer = setTimeout(r, 3_000)))]);
-      clearTimeout(timer);
+      await waitAtMost(systemClock, exited, 3_000);
     },
   };
 }

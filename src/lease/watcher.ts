@@ -8,7 +8,7 @@
 import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
 import type { Lease } from './lease.js';
 import type { LeaseLoss, LeaseLossCause } from './port.js';
-import { MAX_TIMER_MS } from '../clock.js';
+import { MAX_TIMER_MS, systemClock, type TimerHandle, type Timers } from '../clock.js';
 
 
 /** Options for {@link watchLease}. */
@@ -21,10 +21,10 @@ export interface WatchLeaseOptions {
    */
   onLost(loss: LeaseLoss): void;
   /**
-   * Monotonic ms clock, default `performance.now()`. Must be the clock of
-   * the lease store that made the lease (deadlines are passed to it).
+   * The clock: its monotonic ms for deadlines (it must be the clock of the lease store
+   * that made the lease, since deadlines are passed to it) and its timers. Default the system's.
    */
-  monotonicNow?: () => number;
+  clock?: Timers;
   /** When the claim was sent, on that clock; default `lease.claimedAt`. */
   claimedAt?: number;
 }
@@ -61,24 +61,17 @@ export function watchLease(lease: Lease, options: WatchLeaseOptions): LeaseWatch
   return new Watch(lease, options);
 }
 
-const defaultNow = (): number => performance.now();
-
-/** The watcher's timer: a plain function, so arming it makes no closure. */
-function onWatchTimer(watch: Watch): void {
-  void watch.wake();
-}
-
 /** A running watch: one object per run, with its state in fields (see {@link watchLease}). */
 class Watch implements LeaseWatch {
   private readonly leaseMs: number;
   private readonly onLost: WatchLeaseOptions['onLost'];
-  private readonly now: () => number;
+  private readonly clock: Timers;
   private readonly interval: number;
   private lastSentAt: number;
   private deadline: number;
   private stopped = false;
   private isLost = false;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: TimerHandle | undefined;
 
   constructor(
     private readonly lease: Lease,
@@ -86,7 +79,7 @@ class Watch implements LeaseWatch {
   ) {
     this.leaseMs = options.leaseMs;
     this.onLost = options.onLost;
-    this.now = options.monotonicNow ?? defaultNow;
+    this.clock = options.clock ?? systemClock;
     this.interval = Math.max(1, Math.floor(this.leaseMs / 2));
     this.lastSentAt = options.claimedAt ?? lease.claimedAt;
     this.deadline = this.lastSentAt + this.leaseMs;
@@ -99,19 +92,18 @@ class Watch implements LeaseWatch {
 
   stop(): void {
     this.stopped = true;
-    clearTimeout(this.timer);
-    this.timer = undefined;
+    this.clearTimer();
   }
 
   check(): void {
-    const at = this.now();
+    const at = this.clock.monotonic();
     if (at >= this.deadline) this.lose('loopBlocked', `the lease deadline passed ${Math.round(at - this.deadline)}ms ago without an extension (event loop blocked?); the lease may have expired`);
   }
 
   async wake(): Promise<void> {
     this.timer = undefined;
     if (this.stopped || this.isLost) return;
-    const sentAt = this.now();
+    const sentAt = this.clock.monotonic();
     if (sentAt >= this.deadline) {
       this.lose('loopBlocked', `the watcher woke ${Math.round(sentAt - this.deadline)}ms after the lease deadline (event loop blocked?); the lease may have expired`);
       return;
@@ -129,7 +121,7 @@ class Watch implements LeaseWatch {
     }
     if (this.stopped || this.isLost) return;
     if (!extended) {
-      if (this.now() >= this.deadline) this.lose('redisStalled', `Redis did not confirm an extension within the lease time (${this.leaseMs}ms)`);
+      if (this.clock.monotonic() >= this.deadline) this.lose('redisStalled', `Redis did not confirm an extension within the lease time (${this.leaseMs}ms)`);
       else this.lose('gone', 'the lease is gone or held by another instance');
       return;
     }
@@ -141,14 +133,17 @@ class Watch implements LeaseWatch {
   private lose(cause: LeaseLossCause, message: string, error?: unknown): void {
     if (this.stopped || this.isLost) return;
     this.isLost = true;
-    clearTimeout(this.timer);
-    this.timer = undefined;
+    this.clearTimer();
     this.onLost(error === undefined ? { cause, message } : { cause, message, error });
   }
 
   private schedule(): void {
-    const wait = Math.min(Math.max(0, this.lastSentAt + this.interval - this.now()), MAX_TIMER_MS);
-    this.timer = setTimeout(onWatchTimer, wait, this);
-    this.timer.unref();
+    const wait = Math.min(Math.max(0, this.lastSentAt + this.interval - this.clock.monotonic()), MAX_TIMER_MS);
+    this.timer = this.clock.setTimer(() => void this.wake(), wait, true);
+  }
+
+  private clearTimer(): void {
+    if (this.timer !== undefined) this.clock.clearTimer(this.timer);
+    this.timer = undefined;
   }
 }

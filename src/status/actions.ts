@@ -7,6 +7,7 @@
  */
 import type { RedisClient } from '../redis/connection.js';
 import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
+import { withDeadline } from '../clock.js';
 import type { RunnerCore } from '../runner/runner.js';
 import type { Keys } from '../redis/keys.js';
 import type { ActionResult, HealthReason, HealthReport, ManageApi } from './api.js';
@@ -28,14 +29,6 @@ export interface ManageApiDeps {
   readonly failingStreak: number;
   /** Told about a background read of the status that failed. */
   readonly onReadError: (err: unknown) => void;
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} got no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
 
 /** Redis's own errors become `REDIS_ERROR` (the routes answer 503 for those). */
@@ -61,7 +54,8 @@ export function createManageApi(d: ManageApiDeps): ManageApi {
   const { core, redis, keys } = d;
   const opts = { failingStreak: d.failingStreak };
   const scopes = new Map<string, string>();
-  const snapshot = new SnapshotCache(() => readCluster(redis, keys, { ...opts, scopes }), d.onReadError);
+  const snapshot = new SnapshotCache(() => readCluster(redis, keys, { ...opts, scopes }), d.onReadError, core.clock);
+  const ping = (): Promise<unknown> => withDeadline(core.clock, redis.ping(), HEALTH_PING_TIMEOUT_MS, () => new Error(`PING got no answer within ${HEALTH_PING_TIMEOUT_MS} ms`));
 
   const known = async (id: string): Promise<{ registered: boolean; scope: string | null }> => {
     const [registered, scope] = await redisCall(Promise.all([redis.sismember(keys.jobs, id), redis.hget(keys.stats(id), 'scope')]));
@@ -84,7 +78,7 @@ export function createManageApi(d: ManageApiDeps): ManageApi {
 
     async ready(): Promise<HealthReport> {
       try {
-        await withTimeout(redis.ping(), HEALTH_PING_TIMEOUT_MS, 'PING');
+        await ping();
         return { status: 'ok', reasons: [] };
       } catch (err) {
         return { status: 'unavailable', reasons: [{ check: 'redis', message: `Redis is unreachable: ${errorMessage(err)}` }] };
@@ -94,7 +88,7 @@ export function createManageApi(d: ManageApiDeps): ManageApi {
     async health(): Promise<HealthReport> {
       const reasons: HealthReason[] = [];
       try {
-        await withTimeout(redis.ping(), HEALTH_PING_TIMEOUT_MS, 'PING');
+        await ping();
         const { value: status } = await snapshot.get();
         for (const j of status.jobs) {
           if (j.active && (j.state === 'degraded' || j.state === 'invalidSchedule')) {

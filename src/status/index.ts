@@ -12,6 +12,7 @@ import { readFileSync } from 'node:fs';
 import type { RedisClient } from '../redis/connection.js';
 import type { Logger } from '../logger.js';
 import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
+import { waitAtMost } from '../clock.js';
 import { closeRedis, createRedis, whenReady, type RedisTarget } from '../redis/connection.js';
 import { keys as keyNames } from '../redis/keys.js';
 import type { RunnerCore, SettingsSource } from '../runner/runner.js';
@@ -93,7 +94,8 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
   });
   sub.on('error', (err: Error) => logger.debug({ error: err.message }, 'control connection error'));
 
-  const settings = new RedisSettings({ redis, key: keys.settings, logger, onChange: (id) => core.refresh(id) });
+  const clock = core.clock;
+  const settings = new RedisSettings({ redis, key: keys.settings, logger, clock, onChange: (id) => core.refresh(id) });
   const registry = new Registry({
     redis,
     keys,
@@ -104,12 +106,14 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
     jobIds: () => core.jobs().map((v) => v.job.id),
     instanceJobIds: () => core.jobs().filter((v) => v.job.scope === 'instance').map((v) => v.job.id),
     onBeat: () => settings.heartbeat(),
+    clock,
   });
   const writer = new StatsWriter({
     core,
     redis,
     keys,
     logger,
+    clock,
     onNewJob: (id) => {
       opts.onNewJob?.(id);
       registry.addJob();
@@ -161,7 +165,7 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
       writer.start();
       await registry.start();
       // With Redis there, be subscribed before the first fire; without, go on (it resubscribes).
-      if (reachable) await Promise.race([subscribed, new Promise((r) => setTimeout(r, START_WAIT_MS).unref())]);
+      if (reachable) await waitAtMost(clock, subscribed, START_WAIT_MS, true);
     },
     async stop() {
       await settings.stop();

@@ -13,6 +13,7 @@ import { pipelined } from '../redis/pipeline.js';
 import { iso } from './batch.js';
 import { PRUNE_EVERY_MS, pruneInstanceRows } from './prune.js';
 import { errorMessage } from '../errors.js';
+import { every, systemClock, type Repeating, type Timers } from '../clock.js';
 
 /** The heartbeat is refreshed this often, in ms. */
 export const HEARTBEAT_MS = 5_000;
@@ -44,13 +45,15 @@ export interface RegistryOptions {
   readonly instanceJobIds: () => string[];
   /** Called on each periodic beat: other periodic work rides on its wake-up. */
   readonly onBeat?: () => void;
+  /** Timers; default the system's. */
+  readonly clock?: Timers;
 }
 
 /** Registers jobs and keeps this node's heartbeat; see the module comment. */
 export class Registry {
   private readonly startedAt: string;
-  private timer: NodeJS.Timeout | undefined;
-  private pruneTimer: NodeJS.Timeout | undefined;
+  private heartbeat: Repeating | undefined;
+  private pruning: Repeating | undefined;
   private beating: Promise<void> | undefined;
   private stopped = false;
   private failing = false;
@@ -70,18 +73,13 @@ export class Registry {
   /** Beats now and every {@link HEARTBEAT_MS}. Never throws: a failed beat is retried by the next. */
   async start(): Promise<void> {
     await this.beat();
-    this.timer = setInterval(() => {
+    const clock = this.opts.clock ?? systemClock;
+    this.heartbeat = every(clock, HEARTBEAT_MS, () => {
       void this.beat();
       this.opts.onBeat?.();
-    }, HEARTBEAT_MS);
-    this.timer.unref();
-    // Spread over the interval, so nodes started together do not prune together.
-    this.pruneTimer = setTimeout(() => {
-      void this.prune();
-      this.pruneTimer = setInterval(() => void this.prune(), PRUNE_EVERY_MS);
-      this.pruneTimer.unref();
-    }, Math.floor(Math.random() * PRUNE_EVERY_MS));
-    this.pruneTimer.unref();
+    });
+    // The first prune at a random point of the interval, so nodes started together do not prune together.
+    this.pruning = every(clock, PRUNE_EVERY_MS, () => void this.prune(), Math.floor(Math.random() * PRUNE_EVERY_MS));
   }
 
   /** Removes the per-instance rows of instances gone for long; never throws. */
@@ -101,7 +99,7 @@ export class Registry {
   /** Adds job ids to the job set soon (a job added after start). */
   addJob(): void {
     this.idsDirty = true;
-    if (!this.stopped && this.timer) void this.beat();
+    if (!this.stopped && this.heartbeat) void this.beat();
   }
 
   /** One heartbeat (one pipeline): instance hash with TTL, last-seen score, stale members dropped, job ids. */
@@ -154,8 +152,8 @@ export class Registry {
   /** Stops beating and removes this node's heartbeat (best effort: it expires anyway). */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
-    if (this.pruneTimer) clearTimeout(this.pruneTimer);
+    this.heartbeat?.stop();
+    this.pruning?.stop();
     await this.beating;
     const { redis, keys, instanceId } = this.opts;
     if (redis.status !== 'ready') return;

@@ -16,6 +16,7 @@ import type { Logger } from '../logger.js';
 import type { SettingsSource } from '../runner/runner.js';
 import type { JobOverrides } from '../schedule/trigger.js';
 import { errorMessage } from '../errors.js';
+import { every, systemClock, type Repeating, type Timers } from '../clock.js';
 
 /** The settings hash is read this often, in ms, while Redis does not tell of its changes. */
 export const SETTINGS_POLL_MS = 500;
@@ -60,12 +61,14 @@ export interface RedisSettingsOptions {
   readonly logger: Logger;
   /** Called with each job id whose settings changed. */
   readonly onChange: (jobId: string) => void;
+  /** Timers; default the system's. */
+  readonly clock?: Timers;
 }
 
 /** A {@link SettingsSource} over the settings hash; see the module comment. */
 export class RedisSettings implements SettingsSource {
   private values = new Map<string, JobOverrides>();
-  private timer: NodeJS.Timeout | undefined;
+  private poll: Repeating | undefined;
   private loading: Promise<boolean> | undefined;
   private again = false;
   private failing = false;
@@ -122,18 +125,17 @@ export class RedisSettings implements SettingsSource {
   /** Stops polling. */
   async stop(): Promise<void> {
     this.polling = false;
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
+    this.poll?.stop();
+    this.poll = undefined;
     await this.loading;
   }
 
   /** Polls every {@link SETTINGS_POLL_MS} while not watched; while watched, has no timer. */
   private arm(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
+    this.poll?.stop();
+    this.poll = undefined;
     if (this.watched) return;
-    this.timer = setInterval(() => void this.load(), SETTINGS_POLL_MS);
-    this.timer.unref();
+    this.poll = every(this.opts.clock ?? systemClock, SETTINGS_POLL_MS, () => void this.load());
   }
 
   private async read(): Promise<boolean> {

@@ -8,6 +8,7 @@
  * behind Redis with a thousand jobs (the stats themselves are batched too).
  * @module
  */
+import { systemClock, type Timers } from '../clock.js';
 
 /** A snapshot younger than this is served as it is, in ms. */
 export const FRESH_MS = 500;
@@ -20,7 +21,7 @@ export const READ_SHARE = 10;
 export interface Snapshot<T> {
   readonly value: T;
   readonly json: string;
-  /** When the read finished (`Date.now()`). */
+  /** When the read finished (the clock's monotonic ms). */
   readonly at: number;
   /** How long the read took, in ms. */
   readonly readMs: number;
@@ -35,6 +36,7 @@ export class SnapshotCache<T> {
   constructor(
     private readonly read: () => Promise<T>,
     private readonly onBackgroundError: (err: unknown) => void,
+    private readonly clock: Timers = systemClock,
     private readonly freshMs = FRESH_MS,
     private readonly staleMs = STALE_MS,
   ) {}
@@ -42,7 +44,7 @@ export class SnapshotCache<T> {
   /** The snapshot to answer with now. */
   get(): Promise<Snapshot<T>> {
     const c = this.current;
-    const age = c ? Date.now() - c.at : Infinity;
+    const age = c ? this.clock.monotonic() - c.at : Infinity;
     const fresh = c ? Math.max(this.freshMs, READ_SHARE * c.readMs) : 0;
     if (c && age < fresh) return Promise.resolve(c);
     const next = this.refresh();
@@ -63,10 +65,11 @@ export class SnapshotCache<T> {
   private refresh(): Promise<Snapshot<T>> {
     if (this.reading) return this.reading;
     const generation = this.generation;
-    const started = Date.now();
+    const started = this.clock.monotonic();
     const reading: Promise<Snapshot<T>> = this.read()
       .then((value) => {
-        const snap = { value, json: JSON.stringify(value), at: Date.now(), readMs: Date.now() - started };
+        const at = this.clock.monotonic();
+        const snap = { value, json: JSON.stringify(value), at, readMs: at - started };
         if (generation === this.generation) this.current = snap;
         return snap;
       })

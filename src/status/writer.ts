@@ -16,6 +16,7 @@ import { recordScript, type RecordBatch } from '../redis/status-commands.js';
 import { JobBatch, iso } from './batch.js';
 import { describeJob } from './describe.js';
 import { errorMessage } from '../errors.js';
+import { every, sleep, systemClock, waitAtMost, type Repeating, type TimerHandle, type Timers } from '../clock.js';
 
 /** Pause between two writes of a job's batch, in ms. */
 export const FLUSH_MS = 300;
@@ -52,6 +53,8 @@ export interface StatsWriterOptions {
   readonly logger: Logger;
   /** Called with the ids of jobs seen for the first time (the registry adds them to the job set). */
   readonly onNewJob?: (jobId: string) => void;
+  /** Timers; default the system's. */
+  readonly clock?: Timers;
 }
 
 /** A batch sent and not yet acknowledged; resent as it is (same sequence number) until it is. */
@@ -78,14 +81,16 @@ export class StatsWriter {
   private readonly slots = new Map<string, Slot>();
   private readonly offs: Array<() => void> = [];
   private seq = 0;
-  private timer: NodeJS.Timeout | undefined;
-  private touchTimer: NodeJS.Timeout | undefined;
+  private readonly clock: Timers;
+  private timer: TimerHandle | undefined;
+  private touching: Repeating | undefined;
   private cycling: Promise<void> | undefined;
   private failures = 0;
   private stopped = false;
 
   constructor(private readonly opts: StatsWriterOptions) {
     this.writerId = `${opts.core.instanceId}#${randomBytes(6).toString('hex')}`;
+    this.clock = opts.clock ?? systemClock;
     const core = opts.core;
     this.offs.push(
       core.on('runEnded', (e) => this.pending(e.jobId).addRun(e)),
@@ -103,8 +108,7 @@ export class StatsWriter {
   start(): void {
     for (const view of this.opts.core.jobs()) this.slot(view.job.id);
     this.arm(0);
-    this.touchTimer = setInterval(() => this.touch(), TOUCH_MS);
-    this.touchTimer.unref();
+    this.touching = every(this.clock, TOUCH_MS, () => this.touch());
   }
 
   /** Number of jobs whose stats are not yet in Redis. */
@@ -132,13 +136,12 @@ export class StatsWriter {
   async stop(timeoutMs: number): Promise<number> {
     this.stopped = true;
     for (const off of this.offs.splice(0)) off();
-    if (this.timer) clearTimeout(this.timer);
-    if (this.touchTimer) clearInterval(this.touchTimer);
-    const deadline = Date.now() + timeoutMs;
-    while (this.backlog > 0 && Date.now() < deadline) {
-      const left = deadline - Date.now();
-      await Promise.race([this.cycle(), new Promise((r) => setTimeout(r, left).unref())]);
-      if (this.backlog > 0 && this.failures > 0) await new Promise((r) => setTimeout(r, Math.min(100, Math.max(0, deadline - Date.now()))));
+    if (this.timer !== undefined) this.clock.clearTimer(this.timer);
+    this.touching?.stop();
+    const deadline = this.clock.monotonic() + timeoutMs;
+    while (this.backlog > 0 && this.clock.monotonic() < deadline) {
+      await waitAtMost(this.clock, this.cycle(), deadline - this.clock.monotonic(), true);
+      if (this.backlog > 0 && this.failures > 0) await sleep(this.clock, Math.min(100, deadline - this.clock.monotonic()));
     }
     const left = this.backlog;
     if (left > 0) this.opts.logger.warn({ jobs: left }, 'stopping with stats of %d job(s) not written to Redis; they are lost', left);
@@ -215,12 +218,15 @@ export class StatsWriter {
 
   private arm(ms: number): void {
     if (this.stopped) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      void this.cycle();
-    }, ms);
-    this.timer.unref();
+    if (this.timer !== undefined) this.clock.clearTimer(this.timer);
+    this.timer = this.clock.setTimer(
+      () => {
+        this.timer = undefined;
+        void this.cycle();
+      },
+      ms,
+      true,
+    );
   }
 
   /**
