@@ -6,6 +6,7 @@
  */
 import type { RecentRun } from './batch.js';
 import { SETTING_FIELDS } from './settings.js';
+import { cronTrigger } from '../schedule/trigger.js';
 
 /** Counters of a job's stats hash, by name. */
 export const JOB_COUNTERS = [
@@ -84,6 +85,8 @@ export interface JobStatus extends Counters<(typeof JOB_COUNTERS)[number]> {
   readonly lastDurationMs: number | null;
   readonly lastInstance: string | null;
   readonly lastSuccessAt: string | null;
+  /** When a success is due at the latest before the job shows as degraded (ISO-8601); see {@link successDeadline}. */
+  readonly successDueBy: string | null;
   readonly nextDueAt: string | null;
   /** When the job was first registered. */
   readonly createdAt: string | null;
@@ -159,6 +162,10 @@ function time(v: string | undefined): number | null {
   return Number.isNaN(t) ? null : t;
 }
 
+function isoOrNull(ms: number | null): string | null {
+  return ms === null || !Number.isFinite(ms) || Math.abs(ms) > 8.64e15 ? null : new Date(ms).toISOString();
+}
+
 function duration(ms: number): string {
   if (ms >= 3_600_000) return `${(ms / 3_600_000).toFixed(1)}h`;
   if (ms >= 60_000) return `${(ms / 60_000).toFixed(1)}m`;
@@ -209,19 +216,55 @@ export function instanceRows(fields: Record<string, string>, live: ReadonlySet<s
   }));
 }
 
-/** Why a job is degraded, from its stats; see SPEC 5 (failing streak, no success for 3 intervals). */
+/** The number of scheduled fires without a success after which a job is degraded (SPEC 5). */
+export const FIRES_WITHOUT_SUCCESS = 3;
+
+/**
+ * When a success is due at the latest: the {@link FIRES_WITHOUT_SUCCESS}th scheduled fire after
+ * the baseline (the last success, or the job's registration, resume or schedule change), plus
+ * the last run's duration and {@link NO_SUCCESS_SLACK_MS}. Counted on the job's real schedule,
+ * so `0 0 9-17 * * MON-FRI` is not due at night; for fixedRate and fixedDelay, three periods.
+ * Epoch ms, or null when the schedule is unknown or never fires that often again.
+ */
+export function successDeadline(stats: Record<string, string>): number | null {
+  const baseline = Math.max(time(stats['lastSuccessAt']) ?? -Infinity, time(stats['createdAt']) ?? -Infinity, time(stats['resumedAt']) ?? -Infinity);
+  if (!Number.isFinite(baseline)) return null;
+  let due: number | null;
+  if (stats['scheduleKind'] === 'cron') {
+    const next = cronNext(stats['schedule'], stats['zone']);
+    due = next ? baseline : null;
+    for (let i = 0; i < FIRES_WITHOUT_SUCCESS && due !== null && next; i++) due = next(due);
+  } else {
+    const interval = num(stats['intervalMs']);
+    due = interval !== null && interval > 0 ? baseline + FIRES_WITHOUT_SUCCESS * interval : null;
+  }
+  return due === null ? null : due + (num(stats['lastDurationMs']) ?? 0) + NO_SUCCESS_SLACK_MS;
+}
+
+/** The next fire of a stored cron schedule, or undefined when it does not parse. */
+function cronNext(expression: string | undefined, zone: string | undefined): ((after: number) => number | null) | undefined {
+  if (!expression) return undefined;
+  try {
+    return cronTrigger(expression, zone || 'UTC').next;
+  } catch {
+    return undefined; // not a schedule leasehold wrote: no deadline from it
+  }
+}
+
+/** Why a job is degraded, from its stats; see SPEC 5 (failing streak, no success for 3 scheduled fires). */
 export function degradedReasons(stats: Record<string, string>, ctx: ModelContext): string[] {
   const reasons: string[] = [];
   const streak = count(stats['streak']);
   if (streak >= ctx.failingStreak) reasons.push(`failing streak: the last ${streak} runs were unsuccessful (threshold ${ctx.failingStreak})`);
-  const interval = num(stats['intervalMs']);
-  const baseline = Math.max(time(stats['lastSuccessAt']) ?? -Infinity, time(stats['createdAt']) ?? -Infinity, time(stats['resumedAt']) ?? -Infinity);
-  if (interval !== null && interval > 0 && Number.isFinite(baseline)) {
-    const since = ctx.nowMs - baseline;
-    if (since > 3 * interval + (num(stats['lastDurationMs']) ?? 0) + NO_SUCCESS_SLACK_MS) {
-      const what = stats['lastSuccessAt'] ? 'no successful run' : 'never a successful run';
-      reasons.push(`${what} for ${duration(since)}, more than 3 intervals of ${duration(interval)}`);
-    }
+  const deadline = successDeadline(stats);
+  if (deadline !== null && ctx.nowMs > deadline) {
+    const baseline = Math.max(time(stats['lastSuccessAt']) ?? -Infinity, time(stats['createdAt']) ?? -Infinity, time(stats['resumedAt']) ?? -Infinity);
+    const since = duration(ctx.nowMs - baseline);
+    const what = stats['lastSuccessAt'] ? 'no successful run' : 'never a successful run';
+    const interval = num(stats['intervalMs']);
+    reasons.push(stats['scheduleKind'] === 'cron' || interval === null
+      ? `${what} for ${since}: ${FIRES_WITHOUT_SUCCESS} scheduled fires have passed without one`
+      : `${what} for ${since}, more than ${FIRES_WITHOUT_SUCCESS} intervals of ${duration(interval)}`);
   }
   return reasons;
 }
@@ -262,6 +305,7 @@ export function jobStatus(raw: RawJob, ctx: ModelContext): JobStatus {
     lastDurationMs: num(s['lastDurationMs']),
     lastInstance: text(s['lastInstance']),
     lastSuccessAt: text(s['lastSuccessAt']),
+    successDueBy: isoOrNull(successDeadline(s)),
     nextDueAt,
     createdAt: text(s['createdAt']),
     settings: raw.settings,

@@ -185,6 +185,8 @@ export class StatsWriter {
     // run's end, is written on its own.
     s.pending.setField('nextDueAt', iso(nextDueAt), true, trigger !== undefined && trigger.kind !== 'fixedDelay');
     if (trigger && trigger.key !== s.scheduleKey) {
+      // A new schedule: "three scheduled fires without a success" counts from now.
+      if (s.scheduleKey !== undefined) s.pending.setField('resumedAt', iso(this.opts.core.now()));
       s.scheduleKey = trigger.key;
       const view = this.opts.core.job(jobId);
       if (view) s.pending.describe(describeJob(view));
