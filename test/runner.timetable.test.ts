@@ -231,6 +231,29 @@ test('an environment setting that holds a bad value marks only that job invalid'
   await core.stop();
 });
 
+test('a zone from the environment with a bad value marks the job invalidSchedule and never stops registration (SPEC 1)', async () => {
+  const clock = new ManualClock(T0);
+  const { logger } = memoryLogger();
+  process.env['LH_TEST_ZONE'] = 'Mars/Olympus';
+  const core = new RunnerCore({ instanceId: 'n', logger, shutdownGraceMs: 0, clock });
+  const { fromEnv } = await import('../src/index.js');
+  const runs: number[] = [];
+  core.add({ id: 'zoned', cron: '*/10 * * * * *', zone: fromEnv('LH_TEST_ZONE', 'Europe/Berlin'), run: () => { runs.push(clock.now()); } });
+  core.start();
+  await clock.advance(20_000);
+  assert.equal(core.job('zoned')?.state, 'invalidSchedule');
+  assert.match(core.job('zoned')?.invalidCause ?? '', /Mars\/Olympus/);
+  assert.deepEqual(runs, []);
+  process.env['LH_TEST_ZONE'] = 'Asia/Tokyo';
+  await clock.advance(61_000);
+  assert.equal(core.job('zoned')?.state, 'ok');
+  assert.ok(runs.length >= 1, `runs after the fix: ${runs.length}`);
+  delete process.env['LH_TEST_ZONE'];
+  // A literal bad zone in code still fails at registration, naming the field.
+  assert.throws(() => core.add({ id: 'literal', cron: '0 * * * * *', zone: 'Mars/Olympus', run: () => {} }), /job "literal": field "zone"/);
+  await core.stop();
+});
+
 test('an installation job without Redis runs on this node alone, with a fencing token', async () => {
   const { clock, runner, started } = setup();
   runner.add({ id: 'inst', scope: 'installation', fixedRate: '1s', initialDelay: '1s', run: () => {} });

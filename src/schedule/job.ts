@@ -222,12 +222,13 @@ function normalizeFields(input: unknown, at: { job: string; field: string }): No
       if (isEnvSetting(zone)) checkSettingShape(name, 'zone', zone);
       else if (typeof zone !== 'string') fail(name, 'zone', `${describe(zone)} must be a string`);
     }
-    const zoneNow = zone === undefined ? undefined : readSetting(zone);
-    const zoneName = zoneNow === undefined ? undefined : checked(name, 'zone', () => validateZone(String(zoneNow)));
+    // A setting's default is checked like a literal; its live value at every fire, where a bad
+    // one marks the job invalidSchedule instead of stopping the node (SPEC 1).
+    const zoneDeclared = zone === undefined ? undefined : isEnvSetting(zone) ? zone.default : zone;
+    const zoneName = zoneDeclared === undefined ? undefined : checked(name, 'zone', () => validateZone(String(zoneDeclared)));
     at.field = 'cron';
     if (isEnvSetting(value)) checkSettingShape(name, 'cron', value);
     else if (typeof value !== 'string') fail(name, 'cron', `${describe(value)} must be a string`);
-    // A setting's default is checked like a literal; its live value at every fire.
     const expr = isEnvSetting(value) ? value.default : value;
     checked(name, 'cron', () => parseCron(String(expr), zoneName ? { zone: zoneName } : {}));
     schedule = { kind, value: value as string | EnvSetting, zone: zone as string | EnvSetting | undefined };
