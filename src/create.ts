@@ -8,13 +8,12 @@
  */
 import { hostname } from 'node:os';
 import type { FastifyPluginAsync } from 'fastify';
-import type { Registry as PromRegistry } from 'prom-client';
 import { LeaseholdError } from './errors.js';
 import type { Clock } from './clock.js';
 import type { Logger } from './logger.js';
 import { parseDuration, type Duration } from './schedule/duration.js';
-import type { JobDefinition, NormalizedJob } from './schedule/job.js';
-import { RunnerCore, type JobView } from './runner/runner.js';
+import type { JobDefinition } from './schedule/job.js';
+import { RunnerCore, jobInfo, type JobInfo } from './runner/runner.js';
 import type { Listener, RunnerEvents } from './runner/events.js';
 import { createRedis, describeTarget, whenReady, type RedisClient, type RedisTarget } from './redis/connection.js';
 import { keys as keyNames } from './redis/keys.js';
@@ -70,12 +69,23 @@ export interface RunnerOptions {
   readonly failingStreak?: number;
 }
 
-/** A job runner. */
+/**
+ * A Prometheus registry as a runner exposes it: its text exposition and its content type
+ * (it is a prom-client `Registry`, typed by what serving it needs).
+ */
+export interface MetricsRegistry {
+  /** The content type of the text exposition. */
+  readonly contentType: string;
+  /** The text exposition of every metric. */
+  metrics(): Promise<string>;
+}
+
+/** A job runner; see {@link createRunner}. */
 export interface Runner {
   /** This node's id. */
   readonly instanceId: string;
   /** Adds a job; throws a LeaseholdError naming the job and the field when it is wrong. */
-  add(job: JobDefinition): NormalizedJob;
+  add(job: JobDefinition): JobInfo;
   /** Starts the timer (and connects to Redis when configured). */
   start(): Promise<void>;
   /** Stops: no new run, a grace for runs in progress, then abort; releases everything. */
@@ -83,7 +93,7 @@ export interface Runner {
   /** Subscribes to lifecycle events (`runStarted`, `runEnded`, `skipped`, ...). */
   on<K extends keyof RunnerEvents>(event: K, fn: Listener<K>): () => void;
   /** The jobs as this node sees them. */
-  jobs(): JobView[];
+  jobs(): JobInfo[];
   /** Starts a job now, outside its schedule; false when unknown or already running. */
   runNow(jobId: string): boolean;
   /**
@@ -93,7 +103,7 @@ export interface Runner {
    */
   readonly routes: FastifyPluginAsync;
   /** This runner's Prometheus registry (job metrics and process metrics); undefined without Redis. */
-  readonly metrics: PromRegistry | undefined;
+  readonly metrics: MetricsRegistry | undefined;
   /** The cluster's status, read from Redis (what `GET /manage/jobs` returns). */
   status(): Promise<ClusterStatus>;
 }
@@ -136,7 +146,7 @@ export interface AttachedStatus extends StatusLayer {
   /** The HTTP routes, bound to this runner: `app.register(attached.routes)`. */
   readonly routes: FastifyPluginAsync;
   /** This runner's Prometheus registry (with the process metrics). */
-  readonly metrics: PromRegistry;
+  readonly metrics: MetricsRegistry;
 }
 
 /**
@@ -159,6 +169,7 @@ export function attachStatus(opts: AttachStatusOptions): AttachedStatus {
   const routes: FastifyPluginAsync = async (app) => {
     await app.register(leaseholdRoutes, {
       api: status.api,
+      /** The text exposition of every metric. */
       metrics: async () => ({ contentType: registry.contentType, text: await registry.metrics() }),
       ...(adminToken ? { adminToken } : {}),
     });
@@ -166,6 +177,7 @@ export function attachStatus(opts: AttachStatusOptions): AttachedStatus {
   return {
     ...status,
     routes,
+    /** The text exposition of every metric. */
     metrics: registry,
     async stop() {
       metrics.detach();
@@ -207,7 +219,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
   }
   return {
     instanceId,
-    add: (job) => core.add(job),
+    add: (job) => jobInfo(core.add(job)),
     async start() {
       if (coordinator && leaseConnection) {
         // Do not block long on an absent Redis: claims fail (as failed runs) until it is back.
@@ -225,9 +237,10 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
       logger.info({ instanceId }, 'leasehold runner stopped');
     },
     on: (event, fn) => core.on(event, fn),
-    jobs: () => core.jobs(),
+    jobs: () => core.jobs().map(jobInfo),
     runNow: (id) => core.runNow(id),
     routes: status ? status.routes : localRoutes,
+    /** The text exposition of every metric. */
     metrics: status?.metrics,
     status: async () => {
       if (!status) throw new LeaseholdError('INVALID_STATE', 'the job status is kept in Redis: configure redisUrl, redisClusterNodes, redisSentinels or redis');

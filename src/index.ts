@@ -1,14 +1,48 @@
 /**
- * leasehold: a distributed scheduled-job runner coordinated through Redis.
+ * leasehold: a distributed scheduled-job runner for Node.js, coordinated through Redis.
+ *
+ * Every node of a service runs the same jobs on its own timer; a job with
+ * `scope: 'installation'` runs once per tick for the whole installation, under a Redis lease
+ * that is extended while it runs and aborts the run when lost. Outcomes are counted in Redis,
+ * so any node serves the same status.
+ *
+ * @example
+ * ```ts
+ * import { createRunner, defineJob } from 'leasehold';
+ *
+ * const runner = createRunner({ redisUrl: process.env.REDIS_URL });
+ * runner.add(defineJob({
+ *   id: 'daily-digest',
+ *   scope: 'installation',
+ *   cron: '0 0 8 * * MON-FRI',
+ *   zone: 'Europe/Berlin',
+ *   async run(ctx) {
+ *     ctx.log.info('sending the digest');
+ *   },
+ * }));
+ * await runner.start();
+ * process.once('SIGTERM', () => void runner.stop());
+ * ```
+ *
  * @packageDocumentation
  */
+
+// Errors
 export { LeaseholdError, ErrorCodes, isLeaseholdError, type ErrorCode, type AbortReasonCode } from './errors.js';
+
+// Defining jobs
 export { defineJob, fromEnv, JobScopes, type JobDefinition, type JobContext, type JobHandler, type JobScope, type EnvSetting } from './schedule/job.js';
 export { parseDuration, type Duration } from './schedule/duration.js';
-export { parseCron, type CronSchedule } from './cron/index.js';
-export { createRunner, type Runner, type RunnerOptions } from './create.js';
-export type { Clock } from './clock.js';
-export type { JobView } from './runner/runner.js';
+export { parseCron, type CronSchedule, type ParseCronOptions } from './cron/index.js';
+
+// Running them
+export { createRunner, type Runner, type RunnerOptions, type MetricsRegistry } from './create.js';
+export type { JobInfo } from './runner/runner.js';
+export type { Clock, TimerHandle } from './clock.js';
+export type { RedisClient } from './redis/connection.js';
+export type { Logger, LogFn } from './logger.js';
+
+// Lifecycle events
 export {
   RunOutcomes,
   SkipReasons,
@@ -17,9 +51,27 @@ export {
   type SkipReason,
   type JobState,
   type RunnerEvents,
+  type Listener,
   type RunStartedEvent,
   type RunEndedEvent,
   type SkippedEvent,
   type MissedEvent,
+  type ScheduledEvent,
+  type JobStateEvent,
 } from './runner/events.js';
-export type { ClusterStatus, JobStatus, JobDetail, InstanceStatus, InstanceRow, LeaseStatus, ScheduleStatus, StatusState } from './status/model.js';
+
+// The cluster's status
+export type {
+  ClusterStatus,
+  JobStatus,
+  JobDetail,
+  InstanceStatus,
+  InstanceRow,
+  LeaseStatus,
+  ScheduleStatus,
+  StatusState,
+  JobCounters,
+  InstanceCounters,
+} from './status/model.js';
+export { StatusStates } from './status/model.js';
+export type { RecentRun } from './status/batch.js';

@@ -6,15 +6,21 @@
 
 /** One level's log method: an object of fields and a message (with printf-style arguments), or a message alone. */
 export interface LogFn {
+  /** Writes `fields` with an optional message (`%s`, `%d` placeholders filled from `args`). */
   (fields: object, message?: string, ...args: unknown[]): void;
+  /** Writes a message (`%s`, `%d` placeholders filled from `args`). */
   (message: string, ...args: unknown[]): void;
 }
 
 /** A structured logger, such as pino's. */
 export interface Logger {
+  /** Writes a line at level error. */
   error: LogFn;
+  /** Writes a line at level warn. */
   warn: LogFn;
+  /** Writes a line at level info. */
   info: LogFn;
+  /** Writes a line at level debug. */
   debug: LogFn;
   /** A logger that adds `bindings` to every line. */
   child(bindings: Record<string, unknown>): Logger;

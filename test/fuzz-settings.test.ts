@@ -130,8 +130,8 @@ describe('the settings hash under random values, in process', () => {
     await server?.stop();
   });
 
-  const stateOf = (id: string): string | undefined => runner.jobs().find((v) => v.job.id === id)?.state;
-  const causeOf = (id: string): string | undefined => runner.jobs().find((v) => v.job.id === id)?.invalidCause;
+  const stateOf = (id: string): string | undefined => runner.jobs().find((v) => v.id === id)?.state;
+  const causeOf = (id: string): string | undefined => runner.jobs().find((v) => v.id === id)?.invalidCause;
   const statsRuns = async (id: string): Promise<number> => Number(await admin.hget(`${prefix}:{${id}}:stats`, 'runs'));
   /** The job as the status read from Redis shows it, once `ok` holds or after `ms`. */
   const statusUntil = async (id: string, ok: (j: JobStatus) => boolean, ms = 5_000): Promise<JobStatus | undefined> => {

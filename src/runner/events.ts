@@ -23,15 +23,21 @@ export type SkipReason = (typeof SkipReasons)[keyof typeof SkipReasons];
 
 /** A run began. Times are epoch milliseconds. */
 export interface RunStartedEvent {
+  /** The job's id. */
   readonly jobId: string;
+  /** A unique id of the run. */
   readonly runId: string;
+  /** `instance` or `installation`. */
   readonly scope: JobScope;
+  /** The node that ran (or skipped) it. */
   readonly instanceId: string;
   /** The tick the run is for. */
   readonly scheduledAt: number;
+  /** When the handler was called, epoch ms. */
   readonly startedAt: number;
   /** `startedAt - scheduledAt`. */
   readonly lagMs: number;
+  /** The claim's fencing token (installation jobs). */
   readonly fencingToken: number | undefined;
   /** True for a run started by an operator rather than the schedule. */
   readonly manual: boolean;
@@ -39,8 +45,11 @@ export interface RunStartedEvent {
 
 /** A run ended (or was given up on: a handler that ignores its abort is reported once aborted). */
 export interface RunEndedEvent extends RunStartedEvent {
+  /** How the run ended. */
   readonly outcome: RunOutcome;
+  /** When the run ended, epoch ms. */
   readonly endedAt: number;
+  /** How long the run took, ms. */
   readonly durationMs: number;
   /** The error's message for `failed` runs and aborts. */
   readonly error: string | undefined;
@@ -50,11 +59,17 @@ export interface RunEndedEvent extends RunStartedEvent {
 
 /** A start that did not happen. */
 export interface SkippedEvent {
+  /** The job's id. */
   readonly jobId: string;
+  /** `instance` or `installation`. */
   readonly scope: JobScope;
+  /** The node that ran (or skipped) it. */
   readonly instanceId: string;
+  /** Why the start did not happen. */
   readonly reason: SkipReason;
+  /** The tick, epoch ms. */
   readonly scheduledAt: number;
+  /** When the skip happened, epoch ms. */
   readonly at: number;
   /** True when the skip was already added to the cluster's counters (by the claim itself). */
   readonly recorded: boolean;
@@ -62,7 +77,9 @@ export interface SkippedEvent {
 
 /** Ticks that no node ran (counted once, by the node that claims the next tick). */
 export interface MissedEvent {
+  /** The job's id. */
   readonly jobId: string;
+  /** How many ticks no node ran. */
   readonly count: number;
   /** The last tick that was claimed before the gap. */
   readonly afterTick: number;
@@ -72,7 +89,9 @@ export interface MissedEvent {
 
 /** A job's next due time changed. */
 export interface ScheduledEvent {
+  /** The job's id. */
   readonly jobId: string;
+  /** The next tick; null when none is planned. */
   readonly nextDueAt: number | null;
 }
 
@@ -83,7 +102,9 @@ export type JobState = (typeof JobStates)[keyof typeof JobStates];
 
 /** A job became valid, invalid, paused or resumed. */
 export interface JobStateEvent {
+  /** The job's id. */
   readonly jobId: string;
+  /** The new state. */
   readonly state: JobState;
   /** Why the schedule is invalid. */
   readonly cause: string | undefined;
@@ -91,11 +112,17 @@ export interface JobStateEvent {
 
 /** Every event the runner emits, by name. */
 export interface RunnerEvents {
+  /** A run began. */
   runStarted: RunStartedEvent;
+  /** A run ended. */
   runEnded: RunEndedEvent;
+  /** A start did not happen. */
   skipped: SkippedEvent;
+  /** Ticks that no node ran were found. */
   missed: MissedEvent;
+  /** A job's next due time changed. */
   scheduled: ScheduledEvent;
+  /** A job became valid, invalid, paused or resumed. */
   jobState: JobStateEvent;
   /** A problem that is not a run's outcome (a bad setting, an event-loop stall). */
   warning: { readonly jobId: string | undefined; readonly message: string };

@@ -10,7 +10,7 @@ import { completeClock, waitAtMost, type Clock, type Timers } from '../clock.js'
 import type { Logger } from '../logger.js';
 import { localCoordinator } from '../lease/local.js';
 import type { ClaimMode, Coordinator, HeldLease } from '../lease/port.js';
-import { normalizeJob, type NormalizedJob } from '../schedule/job.js';
+import { normalizeJob, type JobScope, type NormalizedJob } from '../schedule/job.js';
 import type { EffectiveSchedule, Trigger } from '../schedule/trigger.js';
 import { Claims, type ClaimHost } from './claims.js';
 import { Emitter, type JobState, type Listener, type RunnerEvents, type SkipReason } from './events.js';
@@ -30,7 +30,53 @@ export interface RunnerCoreOptions {
   readonly settings?: SettingsSource;
 }
 
-/** A read-only view of a job the runner knows. */
+/** A job as a runner knows it now: what `runner.add` and `runner.jobs()` answer. */
+export interface JobInfo {
+  /** The id. */
+  readonly id: string;
+  /** `instance` or `installation`. */
+  readonly scope: JobScope;
+  /** Free text from the job's definition. */
+  readonly description: string | undefined;
+  /** `ok`, `paused`, or `invalidSchedule` (see `invalidCause`). */
+  readonly state: JobState;
+  /** Why the schedule is invalid; undefined when it is valid. */
+  readonly invalidCause: string | undefined;
+  /** The schedule as it applies now (settings and environment applied); null while it is invalid. */
+  readonly schedule: {
+    readonly kind: 'cron' | 'fixedRate' | 'fixedDelay';
+    /** The cron expression, or the period (`10s`). */
+    readonly expression: string;
+    /** The cron's zone; undefined for fixed schedules. */
+    readonly zone: string | undefined;
+    /** The nominal interval, ms. */
+    readonly intervalMs: number;
+  } | null;
+  /** The next tick, epoch ms (shared clock); null when none is planned. */
+  readonly nextDueAt: number | null;
+  /** The run in progress on this node. */
+  readonly running: { readonly runId: string; readonly startedAt: number; readonly aborted: string | undefined } | undefined;
+}
+
+/** The public view of a job from the runner's internal one. */
+export function jobInfo(v: JobView): JobInfo {
+  const t = v.schedule?.trigger;
+  return {
+    /** The id. */
+    id: v.job.id,
+    /** `instance` or `installation`. */
+    scope: v.job.scope,
+    /** Free text from the job's definition. */
+    description: v.job.description,
+    state: v.state,
+    invalidCause: v.invalidCause,
+    schedule: t ? { kind: t.kind, expression: t.expression, zone: t.zone, intervalMs: t.intervalMs } : null,
+    nextDueAt: v.nextDueAt,
+    running: v.running,
+  };
+}
+
+/** A read-only view of a job the runner knows, with its definition and trigger (internal). */
 export interface JobView {
   readonly job: NormalizedJob;
   readonly state: JobState;
@@ -105,7 +151,7 @@ export class RunnerCore implements TimetableHost, ClaimHost {
    * Adds a job (a `defineJob` result or a plain object of the same shape).
    * @throws LeaseholdError naming the job and the field when the definition is wrong or the id is taken.
    */
-  add(definition: unknown): NormalizedJob {
+  add(definition: unknown): JobView {
     if (this.status === 'stopping' || this.status === 'stopped') {
       throw new LeaseholdError(ErrorCodes.INVALID_STATE, 'cannot add a job to a runner that is stopping or stopped');
     }
@@ -116,7 +162,7 @@ export class RunnerCore implements TimetableHost, ClaimHost {
     const slot = new Slot(job);
     this.slots.set(job.id, slot);
     if (this.status === 'running') this.planFirst(slot);
-    return job;
+    return view(slot);
   }
 
   /** Every job's current view. */

@@ -11,15 +11,21 @@ export const MAX_ERROR_LENGTH = 1_000;
 
 /** One entry of the recent-runs list (`<prefix>:{<jobId>}:runs`), as stored (JSON). */
 export interface RecentRun {
+  /** How the run ended. */
   readonly outcome: string;
+  /** The node that ran it. */
   readonly instance: string;
   /** ISO-8601. */
   readonly scheduledAt: string;
   /** ISO-8601. */
   readonly startedAt: string;
+  /** How long the run took, ms. */
   readonly durationMs: number;
+  /** The error's message, for unsuccessful runs. */
   readonly error: string | null;
+  /** The claim's fencing token (installation jobs). */
   readonly fencingToken: number | null;
+  /** True for a run an operator started. */
   readonly manual: boolean;
 }
 
@@ -130,13 +136,19 @@ export class JobBatch {
       this.instLast = own;
     }
     const run: RecentRun = {
+      /** How the run ended. */
       outcome: e.outcome,
+      /** The node that ran it. */
       instance: e.instanceId,
       scheduledAt: iso(e.scheduledAt),
       startedAt: iso(e.startedAt),
+      /** How long the run took, ms. */
       durationMs: Math.round(e.durationMs),
+      /** The error's message, for unsuccessful runs. */
       error: e.error === undefined ? null : error,
+      /** The claim's fencing token (installation jobs). */
       fencingToken: e.fencingToken ?? null,
+      /** True for a run an operator started. */
       manual: e.manual,
     };
     this.runs.push(JSON.stringify(run));

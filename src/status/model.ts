@@ -28,10 +28,41 @@ export const ACTIVE_WITHIN_MS = 3 * 60_000;
 /** Slack added to "no successful run for 3 intervals", besides the last run's duration, in ms. */
 export const NO_SUCCESS_SLACK_MS = 2_000;
 
+/** Runs by outcome, on one instance (an instance job's row). */
+export interface InstanceCounters {
+  /** Runs that ended, whatever their outcome. */
+  readonly runs: number;
+  /** Runs that succeeded. */
+  readonly succeeded: number;
+  /** Runs whose handler threw or rejected. */
+  readonly failed: number;
+  /** Runs aborted at their timeout. */
+  readonly timedOut: number;
+  /** Runs aborted because their lease was lost. */
+  readonly lockLost: number;
+  /** Runs aborted by a shutdown. */
+  readonly interrupted: number;
+  /** Starts skipped because the previous run was still going. */
+  readonly overruns: number;
+  /** Starts that did not happen, whatever the reason. */
+  readonly skipped: number;
+}
+
+/** A job's cluster-wide counters. */
+export interface JobCounters extends InstanceCounters {
+  /** Starts skipped because another node had the tick. */
+  readonly skippedClaimed: number;
+  /** Starts skipped while paused. */
+  readonly skippedPaused: number;
+  /** Ticks that no node ran. */
+  readonly missed: number;
+}
+
 type Counters<K extends string> = { [P in K]: number };
 
 /** A job's schedule as the nodes last described it. */
 export interface ScheduleStatus {
+  /** The kind of schedule. */
   readonly kind: 'cron' | 'fixedRate' | 'fixedDelay' | null;
   /** The cron expression, or the period (`10s`). */
   readonly expression: string | null;
@@ -43,9 +74,11 @@ export interface ScheduleStatus {
 
 /** The holder of an installation job's lease. */
 export interface LeaseStatus {
+  /** The instance id of the node holding the lease. */
   readonly holder: string;
   /** ISO-8601 time of the claim. */
   readonly since: string | null;
+  /** The claim's fencing token (installation jobs). */
   readonly fencingToken: number | null;
   /** Remaining time to live in ms; null when the key has no TTL. */
   readonly ttlMs: number | null;
@@ -54,39 +87,58 @@ export interface LeaseStatus {
 }
 
 /** One instance's row of an instance job. */
-export interface InstanceRow extends Counters<(typeof INSTANCE_COUNTERS)[number]> {
+export interface InstanceRow extends InstanceCounters {
+  /** The instance the row is about. */
   readonly instanceId: string;
   /** Whether the instance's heartbeat is alive. */
   readonly live: boolean;
+  /** The outcome of the last run. */
   readonly lastOutcome: string | null;
+  /** The error of the last run, if it had one. */
   readonly lastError: string | null;
+  /** When the last run started (ISO-8601). */
   readonly lastStartedAt: string | null;
+  /** How long the last run took, ms. */
   readonly lastDurationMs: number | null;
+  /** The next tick; null when none is planned. */
   readonly nextDueAt: string | null;
 }
 
 /** One job in the status. */
-export interface JobStatus extends Counters<(typeof JOB_COUNTERS)[number]> {
+export interface JobStatus extends JobCounters {
+  /** The id. */
   readonly id: string;
+  /** `instance` or `installation`. */
   readonly scope: 'instance' | 'installation' | null;
+  /** Free text from the job's definition. */
   readonly description: string | null;
+  /** The schedule as the nodes last described it. */
   readonly schedule: ScheduleStatus;
+  /** The state. */
   readonly state: StatusState;
+  /** Why the schedule is invalid; null when it is valid. */
   readonly invalidCause: string | null;
   /** Why the job is degraded (also the invalid schedule's cause); empty when it is not. */
   readonly degradedReasons: string[];
-  /** Whether some node wrote its stats within {@link ACTIVE_WITHIN_MS} (a job no node runs any more is inactive). */
+  /** Whether some node wrote its stats within 3 minutes (a job no node runs any more is inactive). */
   readonly active: boolean;
   /** Consecutive unsuccessful runs (failed, timedOut, lockLost) since the last success. */
   readonly streak: number;
+  /** The outcome of the last run. */
   readonly lastOutcome: string | null;
+  /** The error of the last run, if it had one. */
   readonly lastError: string | null;
+  /** When the last run started (ISO-8601). */
   readonly lastStartedAt: string | null;
+  /** How long the last run took, ms. */
   readonly lastDurationMs: number | null;
+  /** The node that ran the last run. */
   readonly lastInstance: string | null;
+  /** When the last successful run ended (ISO-8601). */
   readonly lastSuccessAt: string | null;
-  /** When a success is due at the latest before the job shows as degraded (ISO-8601); see {@link successDeadline}. */
+  /** When a success is due at the latest before the job shows as degraded (ISO-8601); three scheduled fires after the last success. */
   readonly successDueBy: string | null;
+  /** The next tick; null when none is planned. */
   readonly nextDueAt: string | null;
   /** When the job was first registered. */
   readonly createdAt: string | null;
@@ -100,12 +152,19 @@ export interface JobStatus extends Counters<(typeof JOB_COUNTERS)[number]> {
 
 /** One live node. */
 export interface InstanceStatus {
+  /** The node's instance id. */
   readonly id: string;
+  /** The node's host name. */
   readonly host: string | null;
+  /** The node's process id. */
   readonly pid: number | null;
+  /** The node's leasehold version. */
   readonly version: string | null;
+  /** When the handler was called, epoch ms. */
   readonly startedAt: string | null;
+  /** The node's last heartbeat (ISO-8601). */
   readonly lastSeenAt: string | null;
+  /** How many jobs the node has. */
   readonly jobs: number | null;
 }
 
@@ -113,17 +172,21 @@ export interface InstanceStatus {
 export interface ClusterStatus {
   /** Redis time of the read, ISO-8601. */
   readonly generatedAt: string;
+  /** Every job registered in Redis. */
   readonly jobs: JobStatus[];
+  /** The live nodes. */
   readonly instances: InstanceStatus[];
 }
 
 /** `GET /manage/jobs/:id`: one job with its recent runs, newest first. */
 export interface JobDetail extends JobStatus {
+  /** The recent runs, newest first. */
   readonly recentRuns: RecentRun[];
 }
 
 /** What Redis holds about one job. */
 export interface RawJob {
+  /** The id. */
   readonly id: string;
   readonly stats: Record<string, string>;
   readonly instanceFields: Record<string, string>;
@@ -178,8 +241,10 @@ const LEASE_VALUE = /^(.*) since (\S+) tick \S+ token (\d+)$/;
 export function parseLease(value: string, pttl: number | null): LeaseStatus {
   const m = LEASE_VALUE.exec(value);
   return {
+    /** The instance id of the node holding the lease. */
     holder: m?.[1] ?? value,
     since: m?.[2] ?? null,
+    /** The claim's fencing token (installation jobs). */
     fencingToken: m?.[3] === undefined ? null : Number(m[3]),
     ttlMs: pttl === null || pttl < 0 ? null : pttl,
     value,
@@ -198,20 +263,31 @@ export function instanceRows(fields: Record<string, string>, live: ReadonlySet<s
     row[f.slice(dot + 1)] = v;
   }
   return [...by].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([id, r]) => ({
+    /** The instance the row is about. */
     instanceId: id,
     live: live.has(id),
     runs: count(r['runs']),
+    /** Runs that succeeded. */
     succeeded: count(r['succeeded']),
+    /** Runs whose handler threw or rejected. */
     failed: count(r['failed']),
+    /** Runs aborted at their timeout. */
     timedOut: count(r['timedOut']),
+    /** Runs aborted because their lease was lost. */
     lockLost: count(r['lockLost']),
+    /** Runs aborted by a shutdown. */
     interrupted: count(r['interrupted']),
     overruns: count(r['overruns']),
     skipped: count(r['skipped']),
+    /** The outcome of the last run. */
     lastOutcome: text(r['lastOutcome']),
+    /** The error of the last run, if it had one. */
     lastError: text(r['lastError']),
+    /** When the last run started (ISO-8601). */
     lastStartedAt: text(r['lastStartedAt']),
+    /** How long the last run took, ms. */
     lastDurationMs: num(r['lastDurationMs']),
+    /** The next tick; null when none is planned. */
     nextDueAt: text(r['nextDueAt']),
   }));
 }
@@ -289,9 +365,12 @@ export function jobStatus(raw: RawJob, ctx: ModelContext): JobStatus {
   const counters = {} as Counters<(typeof JOB_COUNTERS)[number]>;
   for (const c of JOB_COUNTERS) counters[c] = count(s[c]);
   return {
+    /** The id. */
     id: raw.id,
     scope,
+    /** Free text from the job's definition. */
     description: text(s['description']),
+    /** The schedule as the nodes last described it. */
     schedule: { kind, expression: text(s['schedule']), zone: text(s['zone']), intervalMs: num(s['intervalMs']) },
     state,
     invalidCause,
@@ -299,11 +378,17 @@ export function jobStatus(raw: RawJob, ctx: ModelContext): JobStatus {
     active: seenAt !== null && ctx.nowMs - seenAt <= ACTIVE_WITHIN_MS,
     ...counters,
     streak: count(s['streak']),
+    /** The outcome of the last run. */
     lastOutcome: text(s['lastOutcome']),
+    /** The error of the last run, if it had one. */
     lastError: text(s['lastError']),
+    /** When the last run started (ISO-8601). */
     lastStartedAt: text(s['lastStartedAt']),
+    /** How long the last run took, ms. */
     lastDurationMs: num(s['lastDurationMs']),
+    /** The node that ran the last run. */
     lastInstance: text(s['lastInstance']),
+    /** When the last successful run ended (ISO-8601). */
     lastSuccessAt: text(s['lastSuccessAt']),
     successDueBy: isoOrNull(successDeadline(s)),
     nextDueAt,
@@ -328,11 +413,17 @@ export function jobSettings(settings: Record<string, string>, jobId: string): Re
 export function instanceStatus(id: string, h: Record<string, string>): InstanceStatus {
   return {
     id,
+    /** The node's host name. */
     host: text(h['host']),
+    /** The node's process id. */
     pid: num(h['pid']),
+    /** The node's leasehold version. */
     version: text(h['version']),
+    /** When the handler was called, epoch ms. */
     startedAt: text(h['startedAt']),
+    /** The node's last heartbeat (ISO-8601). */
     lastSeenAt: text(h['lastSeenAt']),
+    /** Every job registered in Redis. */
     jobs: num(h['jobs']),
   };
 }
