@@ -14,7 +14,6 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 test('the API report in docs/api matches the built declarations, with every export documented', () => {
   // `npm test` builds dist/ first (pretest).
   const run = spawnSync(process.execPath, ['node_modules/@microsoft/api-extractor/bin/api-extractor', 'run'], { cwd: root, encoding: 'utf8' });
-  // eslint-disable-next-line no-control-regex -- strip the terminal colours of its output
   // eslint-disable-next-line no-control-regex -- strips the colours of its output
   const out = `${run.stdout}${run.stderr}`.replace(/\u001b\[[0-9;]*m/g, '');
   assert.equal(run.status, 0, `api-extractor failed; run \`npm run api\` and commit docs/api/leasehold.api.md if the change is deliberate:\n${out}`);
