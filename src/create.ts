@@ -169,7 +169,6 @@ export function attachStatus(opts: AttachStatusOptions): AttachedStatus {
   const routes: FastifyPluginAsync = async (app) => {
     await app.register(leaseholdRoutes, {
       api: status.api,
-      /** The text exposition of every metric. */
       metrics: async () => ({ contentType: registry.contentType, text: await registry.metrics() }),
       ...(adminToken ? { adminToken } : {}),
     });
@@ -177,7 +176,6 @@ export function attachStatus(opts: AttachStatusOptions): AttachedStatus {
   return {
     ...status,
     routes,
-    /** The text exposition of every metric. */
     metrics: registry,
     async stop() {
       metrics.detach();
@@ -240,7 +238,6 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
     jobs: () => core.jobs().map(jobInfo),
     runNow: (id) => core.runNow(id),
     routes: status ? status.routes : localRoutes,
-    /** The text exposition of every metric. */
     metrics: status?.metrics,
     status: async () => {
       if (!status) throw new LeaseholdError('INVALID_STATE', 'the job status is kept in Redis: configure redisUrl, redisClusterNodes, redisSentinels or redis');

@@ -40,7 +40,7 @@ function samples(text: string): Map<string, number> {
   return out;
 }
 
-const base = { runId: 'r', scope: 'installation' as const, instanceId: 'n', fencingToken: 1, manual: false, cause: undefined, error: undefined };
+const base = { runId: 'r', scope: 'installation' as const, instanceId: 'n', fencingToken: 1, manual: false, attempt: 1, willRetry: false, cause: undefined, error: undefined };
 
 describe('metrics', () => {
   it('counts events exactly, by job and outcome or reason', async () => {

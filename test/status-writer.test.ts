@@ -72,7 +72,7 @@ function emitRandom(core: FakeCore, jobIds: string[], n: number, totals: Totals,
       const outcome = OUTCOMES[Math.floor(Math.random() * OUTCOMES.length)] as RunOutcome;
       core.emitter.emit('runEnded', {
         jobId, runId: `${core.instanceId}-${i}`, scope: core.job(jobId)?.job.scope ?? 'instance', instanceId: core.instanceId,
-        scheduledAt: t, startedAt: t, lagMs: 0, fencingToken: undefined, manual: false,
+        scheduledAt: t, startedAt: t, lagMs: 0, fencingToken: undefined, manual: false, attempt: 1, willRetry: false,
         outcome, endedAt: t, durationMs: 3, error: outcome === 'succeeded' ? undefined : 'boom', cause: undefined,
       });
       bump(totals, jobId, 'runs');
@@ -158,7 +158,7 @@ describe('stats writer', () => {
     const t = Date.UTC(2026, 2, 1, 10);
     core.emitter.emit('runEnded', {
       jobId: 'inst-job', runId: 'r1', scope: 'instance', instanceId: 'node-a', scheduledAt: t - 5, startedAt: t, lagMs: 5,
-      fencingToken: undefined, manual: false, outcome: 'failed', endedAt: t + 42, durationMs: 42, error: 'upstream said no', cause: undefined,
+      fencingToken: undefined, manual: false, attempt: 1, willRetry: false, outcome: 'failed', endedAt: t + 42, durationMs: 42, error: 'upstream said no', cause: undefined,
     });
     assert.equal(await writer.flush(), true);
     const s = await admin.hgetall(k.stats('inst-job'));
@@ -178,7 +178,7 @@ describe('stats writer', () => {
     const runs = (await admin.lrange(k.runs('inst-job'), 0, -1)).map((r) => JSON.parse(r) as Record<string, unknown>);
     assert.deepEqual(runs, [{
       outcome: 'failed', instance: 'node-a', scheduledAt: '2026-03-01T09:59:59.995Z', startedAt: '2026-03-01T10:00:00.000Z',
-      durationMs: 42, error: 'upstream said no', fencingToken: null, manual: false,
+      durationMs: 42, error: 'upstream said no', fencingToken: null, manual: false, attempt: 1,
     }]);
     assert.equal(await admin.hget(k.stats('inst-all'), 'invalidCause'), 'cron: hour 25 out of range');
     core.emitter.emit('jobState', { jobId: 'inst-all', state: 'ok', cause: undefined });
@@ -209,7 +209,7 @@ describe('stats writer', () => {
       const t = Date.now();
       core.emitter.emit('runEnded', {
         jobId: 'quiet', runId, scope: 'installation', instanceId: 'node-b', scheduledAt: t, startedAt: t, lagMs: 0,
-        fencingToken: 1, manual: false, outcome: 'succeeded', endedAt: t, durationMs: 1, error: undefined, cause: undefined,
+        fencingToken: 1, manual: false, attempt: 1, willRetry: false, outcome: 'succeeded', endedAt: t, durationMs: 1, error: undefined, cause: undefined,
       });
     };
     const runsInRedis = async (): Promise<string | null> => admin.hget(k.stats('quiet'), 'runs');

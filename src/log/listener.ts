@@ -16,6 +16,10 @@ export function attachLogListener(runner: RunnerCore, log: Logger): () => void {
       if (debug()) log.debug({ jobId: e.jobId, runId: e.runId, scheduledAt: new Date(e.scheduledAt).toISOString(), lagMs: e.lagMs, fencingToken: e.fencingToken }, 'run started');
     }),
     runner.on('runEnded', (e) => {
+      if (e.willRetry) {
+        log.info({ jobId: e.jobId, runId: e.runId, attempt: e.attempt, error: e.error }, 'job "%s": attempt %d failed (%s); retrying', e.jobId, e.attempt, e.error ?? 'no error message');
+        return;
+      }
       if (e.outcome === 'succeeded' && !failing.has(e.jobId)) {
         if (debug()) log.debug({ jobId: e.jobId, runId: e.runId, outcome: e.outcome, durationMs: e.durationMs }, 'run succeeded');
         return;

@@ -292,9 +292,10 @@ export function createRunnerMetrics(core: MetricsCore, opts: { processMetrics?: 
 
   const offs = [
     core.on('runStarted', (e) => {
-      if (!e.manual) lag.record(e.jobId, undefined, Math.max(0, e.lagMs) / 1000);
+      if (!e.manual && e.attempt === 1) lag.record(e.jobId, undefined, Math.max(0, e.lagMs) / 1000);
     }),
     core.on('runEnded', (e) => {
+      if (e.willRetry) return; // a tick counts once, by its final attempt
       runs.add(e.jobId, e.outcome);
       durations.record(e.jobId, e.outcome, Math.max(0, e.durationMs) / 1000);
       if (e.outcome === 'lockLost') leaseLost.add(e.jobId, undefined);

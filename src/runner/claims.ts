@@ -149,6 +149,8 @@ export class Claims {
       lagMs: now - tick,
       fencingToken: undefined,
       manual,
+      attempt: 1,
+      willRetry: false,
       outcome: 'failed',
       endedAt: now,
       durationMs: 0,

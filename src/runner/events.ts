@@ -41,6 +41,8 @@ export interface RunStartedEvent {
   readonly fencingToken: number | undefined;
   /** True for a run started by an operator rather than the schedule. */
   readonly manual: boolean;
+  /** Which attempt at the tick this is: 1, or more for a retry (a job's `retry` option). */
+  readonly attempt: number;
 }
 
 /** A run ended (or was given up on: a handler that ignores its abort is reported once aborted). */
@@ -55,6 +57,11 @@ export interface RunEndedEvent extends RunStartedEvent {
   readonly error: string | undefined;
   /** The thrown value itself, for loggers. */
   readonly cause: unknown;
+  /**
+   * True when this attempt failed and another follows on the same tick: the tick's outcome is
+   * that of its last attempt, and only that one is counted.
+   */
+  readonly willRetry: boolean;
 }
 
 /** A start that did not happen. */

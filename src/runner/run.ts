@@ -8,6 +8,7 @@ import type { Logger } from '../logger.js';
 import { LeaseholdError, type AbortReasonCode, errorMessage } from '../errors.js';
 import type { NormalizedJob, JobContext } from '../schedule/job.js';
 import { formatDuration } from '../schedule/duration.js';
+import { retryDelayMs } from '../schedule/retry.js';
 import type { HeldLease, LeaseLoss, LeaseWatchHandle } from '../lease/port.js';
 import type { Emitter, RunOutcome, RunStartedEvent } from './events.js';
 
@@ -43,6 +44,8 @@ export interface RunParams {
   readonly emitter: Emitter;
   /** fixedDelay: passed to the lease release so the cluster knows the next due time. */
   readonly delayAfterMs: number | undefined;
+  /** The job's next tick (shared clock): no retry starts at or after it. Null: none planned. */
+  readonly nextTickAt: number | null;
 }
 
 const OUTCOME_OF: Record<AbortReasonCode, RunOutcome> = {
@@ -57,13 +60,18 @@ export function executeRun(p: RunParams): ActiveRun {
   return new Run(p);
 }
 
-/** One run: its handler call, timeout, lease watch and outcome. */
+/**
+ * One run: its handler call (again on failure, as the job's retry policy allows, each attempt
+ * reported on its own), its timeout (over every attempt), its lease watch and its outcome.
+ */
 class Run implements ActiveRun {
-  readonly runId: string;
+  runId: string;
   readonly startedAt: number;
   readonly settled: Promise<void>;
   abortedReason: AbortReasonCode | undefined;
-  private readonly started: RunStartedEvent;
+  private started: RunStartedEvent;
+  /** Ends the wait before a retry early (on an abort). */
+  private wakeBackoff: (() => void) | undefined;
   // The signal is made when the handler first reads it (many never do); an abort before then
   // is carried over.
   private controller: AbortController | undefined;
@@ -88,12 +96,12 @@ class Run implements ActiveRun {
       lagMs: startedAt - p.tick,
       fencingToken: p.lease?.token,
       manual: p.manual,
+      attempt: 1,
     };
     this.timeout = p.clock.setTimer(() => this.timedOut(), p.timeoutMs);
     this.watcher = p.lease?.watch(p.leaseMs, (loss) => this.onLeaseLost(loss));
-    const ctx = new RunContext(this, p);
     p.emitter.emit('runStarted', this.started);
-    this.settled = this.settle(ctx);
+    this.settled = this.settle();
   }
 
   /** Aborts the run's signal (once); the outcome follows the reason. */
@@ -107,6 +115,17 @@ class Run implements ActiveRun {
     this.controller?.abort(this.abortError);
     // A handler that ignores the abort is reported with the abort's outcome after a while.
     this.reportTimer = this.p.clock.setTimer(() => this.reportNow(), REPORT_AFTER_ABORT_MS, true);
+    this.wakeBackoff?.();
+  }
+
+  /** Which attempt at the tick runs now. */
+  get attemptNumber(): number {
+    return this.started.attempt;
+  }
+
+  /** When the current attempt started. */
+  get attemptStartedAt(): number {
+    return this.started.startedAt;
   }
 
   /** Reports the abort's outcome now if not yet reported (shutdown gives up on a stuck handler). */
@@ -130,7 +149,7 @@ class Run implements ActiveRun {
 
   /** The run's logger, made on first use: most handlers of frequent jobs never log. */
   logger(): Logger {
-    return (this.log ??= this.p.logger.child({ jobId: this.p.job.id, runId: this.runId }));
+    return (this.log ??= this.p.logger.child({ jobId: this.p.job.id, runId: this.runId, ...(this.started.attempt > 1 ? { attempt: this.started.attempt } : {}) }));
   }
 
   private onLeaseLost(loss: LeaseLoss): void {
@@ -150,26 +169,84 @@ class Run implements ActiveRun {
     this.watcher?.check();
   }
 
-  private report(outcome: RunOutcome, error: string | undefined, cause: unknown): void {
+  /** Reports the tick's outcome (its last attempt's), once. */
+  private report(outcome: RunOutcome, error: string | undefined, cause: unknown, willRetry = false): void {
     if (this.reported) return;
-    this.reported = true;
+    this.reported = !willRetry;
     const endedAt = this.p.now();
-    this.p.emitter.emit('runEnded', { ...this.started, outcome, endedAt, durationMs: Math.max(0, endedAt - this.startedAt), error, cause });
+    const durationMs = Math.max(0, endedAt - this.started.startedAt);
+    this.p.emitter.emit('runEnded', { ...this.started, outcome, endedAt, durationMs, error, cause, willRetry });
   }
 
-  private async settle(ctx: JobContext): Promise<void> {
+  /** One attempt: the handler called once; resolves with what it threw, or undefined on success. */
+  private async attempt(): Promise<{ error: unknown } | undefined> {
+    try {
+      await null; // the handler starts after executeRun has returned, never inside it
+      await this.p.job.run(new RunContext(this, this.p));
+      return undefined;
+    } catch (error) {
+      return { error };
+    } finally {
+      this.checkLease();
+    }
+  }
+
+  /**
+   * The wait before another attempt, ms; undefined when no retry is left, or when it would
+   * start at or after the job's next tick or the run's timeout.
+   */
+  private retryDelay(): number | undefined {
+    const { p } = this;
+    const policy = p.job.retry;
+    if (!policy || this.started.attempt >= policy.attempts) return undefined;
+    const wait = retryDelayMs(policy, this.started.attempt);
+    const at = p.now() + wait;
+    if ((p.nextTickAt !== null && at >= p.nextTickAt) || at >= this.startedAt + p.timeoutMs) return undefined;
+    return wait;
+  }
+
+  /** Waits `ms` before the next attempt; an abort ends the wait at once. */
+  private backoff(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = this.p.clock.setTimer(() => resolve(), ms);
+      this.wakeBackoff = () => {
+        this.p.clock.clearTimer(timer);
+        resolve();
+      };
+    }).finally(() => (this.wakeBackoff = undefined));
+  }
+
+  /** The next attempt at the same tick: a run id of its own, reported as started. */
+  private nextAttempt(): void {
+    const startedAt = this.p.now();
+    this.runId = randomUUID();
+    this.log = undefined;
+    this.started = { ...this.started, runId: this.runId, startedAt, lagMs: startedAt - this.p.tick, attempt: this.started.attempt + 1 };
+    this.p.emitter.emit('runStarted', this.started);
+  }
+
+  private async settle(): Promise<void> {
     const { p } = this;
     try {
-      try {
-        await null; // the handler starts after executeRun has returned, never inside it
-        await p.job.run(ctx);
-        this.checkLease();
-        if (this.abortedReason) this.reportNow();
-        else this.report('succeeded', undefined, undefined);
-      } catch (err) {
-        this.checkLease();
-        if (this.abortedReason) this.report(OUTCOME_OF[this.abortedReason], this.abortError?.message, err);
-        else this.report('failed', errorMessage(err), err);
+      for (;;) {
+        const failure = await this.attempt();
+        if (this.abortedReason) {
+          this.report(OUTCOME_OF[this.abortedReason], this.abortError?.message, failure?.error ?? this.abortError);
+          break;
+        }
+        if (!failure) {
+          this.report('succeeded', undefined, undefined);
+          break;
+        }
+        const wait = this.retryDelay();
+        this.report('failed', errorMessage(failure.error), failure.error, wait !== undefined);
+        if (wait === undefined) break;
+        await this.backoff(wait);
+        if (this.abortedReason) {
+          this.reportNow();
+          break;
+        }
+        this.nextAttempt();
       }
       p.clock.clearTimer(this.timeout);
       if (this.reportTimer !== undefined) p.clock.clearTimer(this.reportTimer);
@@ -198,12 +275,16 @@ class RunContext implements JobContext {
   // Private to the runner: a handler that logs or serializes its context sees only the above.
   readonly #run: Run;
 
+  /** Which attempt at the tick this is: 1, or more for a retry. */
+  readonly attempt: number;
+
   constructor(run: Run, p: RunParams) {
     this.#run = run;
     this.jobId = p.job.id;
     this.runId = run.runId;
+    this.attempt = run.attemptNumber;
     this.scheduledAt = new Date(p.tick);
-    this.startedAt = new Date(run.startedAt);
+    this.startedAt = new Date(run.attemptStartedAt);
     this.instanceId = p.instanceId;
     if (p.lease) (this as { fencingToken?: number }).fencingToken = p.lease.token;
   }

@@ -62,11 +62,8 @@ export interface JobInfo {
 export function jobInfo(v: JobView): JobInfo {
   const t = v.schedule?.trigger;
   return {
-    /** The id. */
     id: v.job.id,
-    /** `instance` or `installation`. */
     scope: v.job.scope,
-    /** Free text from the job's definition. */
     description: v.job.description,
     state: v.state,
     invalidCause: v.invalidCause,
@@ -325,6 +322,7 @@ export class RunnerCore implements TimetableHost, ClaimHost {
       now: () => this.now(),
       emitter: this.emitter,
       delayAfterMs: eff.trigger.kind === 'fixedDelay' ? eff.trigger.intervalMs : undefined,
+      nextTickAt: eff.trigger.kind === 'fixedDelay' ? null : slot.nextAt,
     });
     slot.running = run;
     void run.settled.then(() => {

@@ -7,6 +7,7 @@ import { LeaseholdError, errorMessage } from '../errors.js';
 import { validateZone } from '../cron/index.js';
 import { parseCron } from '../cron/index.js';
 import { describe, parseDuration, type Duration } from './duration.js';
+import { parseRetry, type RetryOptions, type RetryPolicy } from './retry.js';
 
 /** Where a job runs: on every node, or once per tick for the whole installation. */
 export const JobScopes = { instance: 'instance', installation: 'installation' } as const;
@@ -40,6 +41,8 @@ export interface JobContext {
   readonly startedAt: Date;
   /** The node running it. */
   readonly instanceId: string;
+  /** Which attempt at the tick this is: 1, or more for a retry (see the job's `retry`). */
+  readonly attempt: number;
   /** For installation jobs: a number that grows with every claim of this job. */
   readonly fencingToken?: number;
 }
@@ -69,6 +72,8 @@ export interface JobDefinition {
   readonly lease?: Duration;
   /** installation only: how long after its tick a run may still start late. Default: one lease time, capped by the interval. */
   readonly misfireGrace?: Duration;
+  /** Retries of a failed run on the same tick; see {@link RetryOptions}. Default: none. */
+  readonly retry?: RetryOptions;
   /** Free text shown in the status. */
   readonly description?: string;
   /** The handler. */
@@ -89,6 +94,7 @@ export interface NormalizedJob {
   readonly timeoutMs: number | undefined;
   readonly leaseMs: number;
   readonly misfireGraceMs: number | undefined;
+  readonly retry: RetryPolicy | undefined;
   readonly description: string | undefined;
   readonly run: JobHandler;
 }
@@ -97,7 +103,7 @@ export interface NormalizedJob {
 export const DEFAULT_LEASE_MS = 30_000;
 
 const KEYS = new Set([
-  'id', 'scope', 'cron', 'zone', 'fixedRate', 'fixedDelay', 'initialDelay', 'timeout', 'lease', 'misfireGrace', 'description', 'run',
+  'id', 'scope', 'cron', 'zone', 'fixedRate', 'fixedDelay', 'initialDelay', 'timeout', 'lease', 'misfireGrace', 'retry', 'description', 'run',
 ]);
 const ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -262,6 +268,7 @@ function normalizeFields(input: unknown, at: { job: string; field: string }): No
     timeoutMs,
     leaseMs,
     misfireGraceMs,
+    retry: job['retry'] === undefined ? undefined : checked(name, 'retry', () => parseRetry(job['retry'])),
     description: job['description'] as string | undefined,
     run: job['run'] as JobHandler,
   };

@@ -27,6 +27,8 @@ export interface RecentRun {
   readonly fencingToken: number | null;
   /** True for a run an operator started. */
   readonly manual: boolean;
+  /** Which attempt at the tick it was (1, or more for a retry). */
+  readonly attempt: number;
 }
 
 /** The last few texts made by {@link iso}: the jobs due at one tick share their times. */
@@ -107,9 +109,17 @@ export class JobBatch {
     if (!soft) this.empty = false;
   }
 
-  /** Adds a finished run. */
+  /**
+   * Adds a finished run. An attempt that is retried on the same tick goes to the recent runs
+   * only: the counters, the last outcome and the failing streak count each tick by its final
+   * attempt.
+   */
   addRun(e: RunEndedEvent): void {
     this.empty = false;
+    if (e.willRetry) {
+      this.addRecent(e, clip(e.error));
+      return;
+    }
     add(this.incr, 'runs');
     add(this.incr, e.outcome);
     if (e.outcome === 'succeeded') {
@@ -135,21 +145,20 @@ export class JobBatch {
       const { lastInstance: _ignored, ...own } = fields;
       this.instLast = own;
     }
+    this.addRecent(e, error);
+  }
+
+  private addRecent(e: RunEndedEvent, error: string): void {
     const run: RecentRun = {
-      /** How the run ended. */
       outcome: e.outcome,
-      /** The node that ran it. */
       instance: e.instanceId,
       scheduledAt: iso(e.scheduledAt),
       startedAt: iso(e.startedAt),
-      /** How long the run took, ms. */
       durationMs: Math.round(e.durationMs),
-      /** The error's message, for unsuccessful runs. */
       error: e.error === undefined ? null : error,
-      /** The claim's fencing token (installation jobs). */
       fencingToken: e.fencingToken ?? null,
-      /** True for a run an operator started. */
       manual: e.manual,
+      attempt: e.attempt,
     };
     this.runs.push(JSON.stringify(run));
     if (this.runs.length > this.runsCap) this.runs.splice(0, this.runs.length - this.runsCap);

@@ -241,10 +241,8 @@ const LEASE_VALUE = /^(.*) since (\S+) tick \S+ token (\d+)$/;
 export function parseLease(value: string, pttl: number | null): LeaseStatus {
   const m = LEASE_VALUE.exec(value);
   return {
-    /** The instance id of the node holding the lease. */
     holder: m?.[1] ?? value,
     since: m?.[2] ?? null,
-    /** The claim's fencing token (installation jobs). */
     fencingToken: m?.[3] === undefined ? null : Number(m[3]),
     ttlMs: pttl === null || pttl < 0 ? null : pttl,
     value,
@@ -263,31 +261,20 @@ export function instanceRows(fields: Record<string, string>, live: ReadonlySet<s
     row[f.slice(dot + 1)] = v;
   }
   return [...by].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([id, r]) => ({
-    /** The instance the row is about. */
     instanceId: id,
     live: live.has(id),
     runs: count(r['runs']),
-    /** Runs that succeeded. */
     succeeded: count(r['succeeded']),
-    /** Runs whose handler threw or rejected. */
     failed: count(r['failed']),
-    /** Runs aborted at their timeout. */
     timedOut: count(r['timedOut']),
-    /** Runs aborted because their lease was lost. */
     lockLost: count(r['lockLost']),
-    /** Runs aborted by a shutdown. */
     interrupted: count(r['interrupted']),
     overruns: count(r['overruns']),
     skipped: count(r['skipped']),
-    /** The outcome of the last run. */
     lastOutcome: text(r['lastOutcome']),
-    /** The error of the last run, if it had one. */
     lastError: text(r['lastError']),
-    /** When the last run started (ISO-8601). */
     lastStartedAt: text(r['lastStartedAt']),
-    /** How long the last run took, ms. */
     lastDurationMs: num(r['lastDurationMs']),
-    /** The next tick; null when none is planned. */
     nextDueAt: text(r['nextDueAt']),
   }));
 }
@@ -365,12 +352,9 @@ export function jobStatus(raw: RawJob, ctx: ModelContext): JobStatus {
   const counters = {} as Counters<(typeof JOB_COUNTERS)[number]>;
   for (const c of JOB_COUNTERS) counters[c] = count(s[c]);
   return {
-    /** The id. */
     id: raw.id,
     scope,
-    /** Free text from the job's definition. */
     description: text(s['description']),
-    /** The schedule as the nodes last described it. */
     schedule: { kind, expression: text(s['schedule']), zone: text(s['zone']), intervalMs: num(s['intervalMs']) },
     state,
     invalidCause,
@@ -378,17 +362,11 @@ export function jobStatus(raw: RawJob, ctx: ModelContext): JobStatus {
     active: seenAt !== null && ctx.nowMs - seenAt <= ACTIVE_WITHIN_MS,
     ...counters,
     streak: count(s['streak']),
-    /** The outcome of the last run. */
     lastOutcome: text(s['lastOutcome']),
-    /** The error of the last run, if it had one. */
     lastError: text(s['lastError']),
-    /** When the last run started (ISO-8601). */
     lastStartedAt: text(s['lastStartedAt']),
-    /** How long the last run took, ms. */
     lastDurationMs: num(s['lastDurationMs']),
-    /** The node that ran the last run. */
     lastInstance: text(s['lastInstance']),
-    /** When the last successful run ended (ISO-8601). */
     lastSuccessAt: text(s['lastSuccessAt']),
     successDueBy: isoOrNull(successDeadline(s)),
     nextDueAt,
@@ -413,17 +391,11 @@ export function jobSettings(settings: Record<string, string>, jobId: string): Re
 export function instanceStatus(id: string, h: Record<string, string>): InstanceStatus {
   return {
     id,
-    /** The node's host name. */
     host: text(h['host']),
-    /** The node's process id. */
     pid: num(h['pid']),
-    /** The node's leasehold version. */
     version: text(h['version']),
-    /** When the handler was called, epoch ms. */
     startedAt: text(h['startedAt']),
-    /** The node's last heartbeat (ISO-8601). */
     lastSeenAt: text(h['lastSeenAt']),
-    /** Every job registered in Redis. */
     jobs: num(h['jobs']),
   };
 }
