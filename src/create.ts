@@ -97,6 +97,11 @@ export interface Runner {
   /** Starts a job now, outside its schedule; false when unknown or already running. */
   runNow(jobId: string): boolean;
   /**
+   * Removes a job from this node: it fires no more here (a run in progress ends as it would
+   * have). Once no live node has it, its status shows `orphaned`. False for an unknown id.
+   */
+  remove(jobId: string): boolean;
+  /**
    * The HTTP routes (`/manage/jobs`, `/health`, `/metrics`, admin) as a fastify plugin bound
    * to this runner: `app.register(runner.routes)`. Without Redis only `/health` answers;
    * the status routes say that the status needs Redis.
@@ -237,6 +242,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
     on: (event, fn) => core.on(event, fn),
     jobs: () => core.jobs().map(jobInfo),
     runNow: (id) => core.runNow(id),
+    remove: (id) => core.remove(id),
     routes: status ? status.routes : localRoutes,
     metrics: status?.metrics,
     status: async () => {

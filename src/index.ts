@@ -59,6 +59,7 @@ export {
   type MissedEvent,
   type ScheduledEvent,
   type JobStateEvent,
+  type JobRemovedEvent,
 } from './runner/events.js';
 
 // The cluster's status

@@ -50,7 +50,7 @@ describe('registry', () => {
     assert.ok((await admin.exists(k.instance('node-r'))) === 1, 'the heartbeat itself is written');
 
     ids.push('job-late');
-    registry.addJob();
+    registry.jobsChanged();
     await registry.beat();
     assert.equal(await admin.sismember(k.jobs, 'job-late'), 1, 'a job added later joins the set');
     assert.equal(await admin.hget(k.instance('node-r'), 'jobs'), '2001');

@@ -19,6 +19,7 @@ const USAGE = `usage: leasehold <command>
   check <jobs-module>                            check job definitions (exit 0 when valid)
   start --jobs <module> [--port N] [...]         run a node (see the README for every flag)
   status [--json]                                print the cluster's job status from Redis
+  forget <jobId>                                 remove a job that left the code of every node
 `;
 
 /** Runs the CLI with `argv` (without node and the script); resolves to the exit code. */
@@ -38,6 +39,11 @@ export async function main(argv: string[]): Promise<number> {
       case 'status': {
         const { runStatus } = await import('./status.js');
         result = await runStatus(rest);
+        break;
+      }
+      case 'forget': {
+        const { runForget } = await import('./forget.js');
+        result = await runForget(rest);
         break;
       }
       case undefined:

@@ -61,29 +61,65 @@ export function renderStatus(s: ClusterStatus): string {
   return out;
 }
 
+/** The flags by which a one-shot command reaches Redis (besides the environment). */
+export const REDIS_FLAGS = {
+  'redis-url': { type: 'string' },
+  'redis-cluster-nodes': { type: 'string' },
+  'redis-sentinels': { type: 'string' },
+  'redis-sentinel-name': { type: 'string' },
+  prefix: { type: 'string' },
+} as const;
+
+/** Parsed values of {@link REDIS_FLAGS}. */
+export type RedisFlagValues = { [K in keyof typeof REDIS_FLAGS]?: string };
+
+/** A connection of a one-shot command, from its flags and the environment. */
+export interface CommandRedis {
+  readonly redis: RedisClient;
+  readonly keys: Keys;
+  readonly target: RedisTarget;
+  /** The last connection error, for the message when Redis is unreachable. */
+  lastError(): string | undefined;
+}
+
+/**
+ * Connects a one-shot command (`status`, `forget`) to Redis from its flags and the
+ * environment; a usage error (exit 2) when they are missing or contradict each other.
+ */
+export function commandRedis(command: string, usage: string, values: RedisFlagValues, env: NodeJS.ProcessEnv): CommandRedis | CommandResult {
+  const url = values['redis-url'] ?? (env['REDIS_URL']?.trim() || undefined);
+  const clusterNodes = values['redis-cluster-nodes'] ?? (env['REDIS_CLUSTER_NODES']?.trim() || undefined);
+  const sentinels = values['redis-sentinels'] ?? (env['REDIS_SENTINELS']?.trim() || undefined);
+  const sentinelName = values['redis-sentinel-name'] ?? (env['REDIS_SENTINEL_NAME']?.trim() || undefined);
+  const sources = [url, clusterNodes, sentinels].filter((x) => x !== undefined).length;
+  if (sources === 0) return { code: 2, stdout: '', stderr: `leasehold ${command}: REDIS_URL (or --redis-url), REDIS_CLUSTER_NODES or REDIS_SENTINELS is required\n${usage}` };
+  if (sources > 1) return { code: 2, stdout: '', stderr: `leasehold ${command}: give only one of REDIS_URL, REDIS_CLUSTER_NODES, REDIS_SENTINELS\n${usage}` };
+  if (sentinels && !sentinelName) return { code: 2, stdout: '', stderr: `leasehold ${command}: REDIS_SENTINELS needs REDIS_SENTINEL_NAME\n${usage}` };
+  const target: RedisTarget = url
+    ? { url }
+    : clusterNodes
+      ? { clusterNodes: splitList(clusterNodes) }
+      : { sentinels: splitList(sentinels ?? ''), sentinelName: sentinelName ?? '' };
+  const prefix = values.prefix ?? (env['LEASEHOLD_PREFIX']?.trim() || 'leasehold');
+  try {
+    const keys = keyNames(prefix);
+    const redis = createRedis({ target, role: 'stats' });
+    let last: string | undefined;
+    redis.on('error', (err: Error) => (last = err.message));
+    return { redis, keys, target, lastError: () => last };
+  } catch (err) {
+    // Both messages name the bad input (a URL with its password hidden).
+    return { code: 2, stdout: '', stderr: `leasehold ${command}: ${(err as Error).message}\n` };
+  }
+}
+
 /** Runs `leasehold status`. Exit 0 when read, 1 when Redis is unreachable, 2 for bad usage. */
 export async function runStatus(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<CommandResult> {
-  let values: {
-    json?: boolean;
-    'redis-url'?: string;
-    'redis-cluster-nodes'?: string;
-    'redis-sentinels'?: string;
-    'redis-sentinel-name'?: string;
-    prefix?: string;
-    help?: boolean;
-  };
+  let values: RedisFlagValues & { json?: boolean; help?: boolean };
   try {
     ({ values } = parseArgs({
       args,
-      options: {
-        json: { type: 'boolean' },
-        'redis-url': { type: 'string' },
-        'redis-cluster-nodes': { type: 'string' },
-        'redis-sentinels': { type: 'string' },
-        'redis-sentinel-name': { type: 'string' },
-        prefix: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
+      options: { json: { type: 'boolean' }, ...REDIS_FLAGS, help: { type: 'boolean', short: 'h' } },
       strict: true,
       allowPositionals: false,
     }));
@@ -91,39 +127,16 @@ export async function runStatus(args: string[], env: NodeJS.ProcessEnv = process
     return { code: 2, stdout: '', stderr: `leasehold status: ${(err as Error).message.split('\n')[0]}\n${USAGE}` };
   }
   if (values.help) return { code: 0, stdout: USAGE, stderr: '' };
-  const url = values['redis-url'] ?? (env['REDIS_URL']?.trim() || undefined);
-  const clusterNodes = values['redis-cluster-nodes'] ?? (env['REDIS_CLUSTER_NODES']?.trim() || undefined);
-  const sentinels = values['redis-sentinels'] ?? (env['REDIS_SENTINELS']?.trim() || undefined);
-  const sentinelName = values['redis-sentinel-name'] ?? (env['REDIS_SENTINEL_NAME']?.trim() || undefined);
-  const sources = [url, clusterNodes, sentinels].filter((x) => x !== undefined).length;
-  if (sources === 0) return { code: 2, stdout: '', stderr: `leasehold status: REDIS_URL (or --redis-url), REDIS_CLUSTER_NODES or REDIS_SENTINELS is required\n${USAGE}` };
-  if (sources > 1) return { code: 2, stdout: '', stderr: `leasehold status: give only one of REDIS_URL, REDIS_CLUSTER_NODES, REDIS_SENTINELS\n${USAGE}` };
-  if (sentinels && !sentinelName) return { code: 2, stdout: '', stderr: `leasehold status: REDIS_SENTINELS needs REDIS_SENTINEL_NAME\n${USAGE}` };
-  const target: RedisTarget = url
-    ? { url }
-    : clusterNodes
-      ? { clusterNodes: splitList(clusterNodes) }
-      : { sentinels: splitList(sentinels ?? ''), sentinelName: sentinelName ?? '' };
-  const prefix = values.prefix ?? (env['LEASEHOLD_PREFIX']?.trim() || 'leasehold');
-  let keys: Keys;
-  let redis: RedisClient;
+  const c = commandRedis('status', USAGE, values, env);
+  if (!('redis' in c)) return c;
   try {
-    keys = keyNames(prefix);
-    redis = createRedis({ target, role: 'stats' });
-  } catch (err) {
-    // Both messages name the bad input (a URL with its password hidden).
-    return { code: 2, stdout: '', stderr: `leasehold status: ${(err as Error).message}\n` };
-  }
-  let lastError: string | undefined;
-  redis.on('error', (err: Error) => (lastError = err.message));
-  try {
-    await whenReady(redis, STATUS_CONNECT_TIMEOUT_MS);
-    const status = await readCluster(redis, keys);
+    await whenReady(c.redis, STATUS_CONNECT_TIMEOUT_MS);
+    const status = await readCluster(c.redis, c.keys);
     return { code: 0, stdout: values.json ? `${JSON.stringify(status)}\n` : renderStatus(status), stderr: '' };
   } catch (err) {
-    const why = lastError ?? (errorMessage(err));
-    return { code: 1, stdout: '', stderr: `leasehold status: Redis at ${describeTarget(target)} is unreachable: ${why}\n` };
+    const why = c.lastError() ?? errorMessage(err);
+    return { code: 1, stdout: '', stderr: `leasehold status: Redis at ${describeTarget(c.target)} is unreachable: ${why}\n` };
   } finally {
-    redis.disconnect();
+    c.redis.disconnect();
   }
 }

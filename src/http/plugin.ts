@@ -105,20 +105,19 @@ export const leaseholdRoutes: FastifyPluginAsync<LeaseholdRoutesOptions> = async
     return job;
   });
 
+  // Before the body and params are looked at: without the right token nothing is revealed.
+  const adminOnly = async (req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
+    const auth = req.headers.authorization;
+    const decision = check(typeof auth === 'string' ? auth : undefined);
+    if (decision.ok) return undefined;
+    if (decision.status === 401) void reply.header('www-authenticate', 'Bearer');
+    return send(reply, decision.status, decision.message);
+  };
+
   const admin = (action: 'run' | 'pause' | 'resume'): void => {
     app.post<{ Params: { id: string } }>(
       `/manage/jobs/:id/${action}`,
-      {
-        schema: { headers, querystring: query, params, body },
-        // Before the body and params are looked at: without the right token nothing is revealed.
-        onRequest: async (req, reply) => {
-          const auth = req.headers.authorization;
-          const decision = check(typeof auth === 'string' ? auth : undefined);
-          if (decision.ok) return;
-          if (decision.status === 401) void reply.header('www-authenticate', 'Bearer');
-          return send(reply, decision.status, decision.message);
-        },
-      },
+      { schema: { headers, querystring: query, params, body }, onRequest: adminOnly },
       async (req, reply) => {
         const result = await api[action](req.params.id);
         return reply.code(result.statusCode).send(result.body);
@@ -128,6 +127,12 @@ export const leaseholdRoutes: FastifyPluginAsync<LeaseholdRoutesOptions> = async
   admin('run');
   admin('pause');
   admin('resume');
+
+  // A job that left the code of every node: its keys are removed (refused while a live node has it).
+  app.delete<{ Params: { id: string } }>('/manage/jobs/:id', { schema: { headers, querystring: query, params }, onRequest: adminOnly }, async (req, reply) => {
+    const result = await api.forget(req.params.id);
+    return reply.code(result.statusCode).send(result.body);
+  });
 
   app.get('/health', { schema: { headers, querystring: query } }, async (_req, reply) => {
     const report = await api.health();

@@ -70,9 +70,9 @@ export class Claims {
     // A claim sent ahead of its tick: the run starts on the tick, never before it.
     if (result.kind === 'claimed') await this.untilTick(tick);
     slot.claiming = undefined;
-    if (!host.isRunning) {
+    if (!host.isRunning || slot.removed) {
       if (result.kind === 'claimed') {
-        // Stopping: no run begins, and the tick this claim took will not run anywhere now.
+        // Stopping (or the job was removed): no run begins, and the tick this claim took will not run anywhere now.
         if (mode !== 'manual') host.emitter.emit('missed', { jobId: slot.job.id, count: 1, afterTick: result.previousTick ?? tick, beforeTick: tick });
         await result.lease.release(undefined).catch(() => false);
       }

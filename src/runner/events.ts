@@ -117,6 +117,12 @@ export interface JobStateEvent {
   readonly cause: string | undefined;
 }
 
+/** A job was removed from this node (`runner.remove`). */
+export interface JobRemovedEvent {
+  /** The job's id. */
+  readonly jobId: string;
+}
+
 /** Every event the runner emits, by name. */
 export interface RunnerEvents {
   /** A run began. */
@@ -131,6 +137,8 @@ export interface RunnerEvents {
   scheduled: ScheduledEvent;
   /** A job became valid, invalid, paused or resumed. */
   jobState: JobStateEvent;
+  /** A job was removed from this node. */
+  jobRemoved: JobRemovedEvent;
   /** A problem that is not a run's outcome (a bad setting, an event-loop stall). */
   warning: { readonly jobId: string | undefined; readonly message: string };
 }

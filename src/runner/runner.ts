@@ -93,6 +93,8 @@ export class RunnerCore implements TimetableHost, ClaimHost {
   readonly timetable: Timetable;
   private readonly claims: Claims;
   private readonly slots = new Map<string, Slot>();
+  /** Removed jobs whose run is still going. */
+  private readonly removing = new Set<Slot>();
   private readonly log: Logger;
   private settings: SettingsSource;
   private status: 'idle' | 'running' | 'stopping' | 'stopped' = 'idle';
@@ -162,6 +164,26 @@ export class RunnerCore implements TimetableHost, ClaimHost {
     return view(slot);
   }
 
+  /**
+   * Removes a job from this node: no fire of it is planned any more; a run in progress ends
+   * as it would have (its outcome is still recorded).
+   * @returns false when no job has the id.
+   */
+  remove(id: string): boolean {
+    const slot = this.slots.get(id);
+    if (!slot) return false;
+    this.slots.delete(id);
+    slot.removed = true;
+    this.timetable.forget(slot);
+    // A stop still waits for its run in progress.
+    if (slot.running) {
+      this.removing.add(slot);
+      void slot.running.settled.then(() => this.removing.delete(slot));
+    }
+    this.emitter.emit('jobRemoved', { jobId: id });
+    return true;
+  }
+
   /** Every job's current view. */
   jobs(): JobView[] {
     return [...this.slots.values()].map((s) => view(s));
@@ -229,7 +251,7 @@ export class RunnerCore implements TimetableHost, ClaimHost {
   private async doStop(): Promise<void> {
     this.status = 'stopping';
     this.timetable.clear();
-    const runs = (): ActiveRun[] => [...this.slots.values()].flatMap((s) => (s.running ? [s.running] : []));
+    const runs = (): ActiveRun[] => [...this.slots.values(), ...this.removing].flatMap((s) => (s.running ? [s.running] : []));
     const settled = (): Promise<unknown> => Promise.all([this.claims.settled(), ...runs().map((r) => r.settled)]);
     await waitAtMost(this.clock, settled(), this.opts.shutdownGraceMs);
     if (runs().length > 0) {

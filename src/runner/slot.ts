@@ -36,6 +36,8 @@ export class Slot {
   claiming: number | undefined;
   /** The run in progress. */
   running: ActiveRun | undefined;
+  /** Set once the job is removed from the runner: nothing new starts. */
+  removed = false;
   /** The overrides the schedule was last resolved with. */
   private overrides: JobOverrides | undefined;
   /** Warnings given once each. */

@@ -124,7 +124,7 @@ export class Timetable {
   }
 
   private push(slot: Slot, at: number, tick: number, kind: 'fire' | 'retry', mode: ClaimMode): void {
-    if (!this.host.isRunning) return;
+    if (!this.host.isRunning || slot.removed) return;
     const seq = ++this.seq;
     if (kind === 'fire') {
       slot.fireSeq = seq;
@@ -135,6 +135,13 @@ export class Timetable {
     }
     this.heap.push({ at, seq, slot, kind, tick, mode });
     if (at < this.timerAt) this.arm();
+  }
+
+  /** Makes every pending entry of the slot stale: a removed job fires no more. */
+  forget(slot: Slot): void {
+    slot.fireSeq = ++this.seq;
+    slot.retrySeq = ++this.seq;
+    slot.nextAt = null;
   }
 
   /** Makes any pending retry of the slot stale (a new tick supersedes it). */

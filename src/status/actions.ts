@@ -12,6 +12,7 @@ import type { RunnerCore } from '../runner/runner.js';
 import type { Keys } from '../redis/keys.js';
 import type { ActionResult, HealthReason, HealthReport, ManageApi } from './api.js';
 import { publishControl } from './control.js';
+import { forgetJob } from './forget.js';
 import { readCluster, readJob } from './read.js';
 import type { RedisSettings } from './settings.js';
 import { SnapshotCache } from './snapshot.js';
@@ -123,5 +124,14 @@ export function createManageApi(d: ManageApiDeps): ManageApi {
 
     pause: (id) => setPaused(id, true),
     resume: (id) => setPaused(id, false),
+
+    async forget(id) {
+      if (core.job(id)) return problem(409, `job ${JSON.stringify(id)} is registered on this node (${core.instanceId}); remove it from the code of every node first`);
+      const r = await forgetJob(redis, keys, id);
+      snapshot.invalidate();
+      if (r.kind === 'unknown') return problem(404, `unknown job ${JSON.stringify(id)}`);
+      if (r.kind === 'live') return problem(409, `job ${JSON.stringify(id)} is registered by a live node (last written ${r.seenAt}); remove it from the code of every node first`);
+      return result(200, { jobId: id, forgotten: true, keys: r.keys });
+    },
   };
 }

@@ -116,9 +116,10 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
     clock,
     onNewJob: (id) => {
       opts.onNewJob?.(id);
-      registry.addJob();
+      registry.jobsChanged();
     },
   });
+  const offRemoved = core.on('jobRemoved', () => registry.jobsChanged());
   redis.on('ready', () => {
     if (down) logger.info('status connection to Redis is back');
     down = false;
@@ -168,6 +169,7 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
       if (reachable) await waitAtMost(clock, subscribed, START_WAIT_MS, true);
     },
     async stop() {
+      offRemoved();
       await settings.stop();
       await writer.stop(STOP_FLUSH_MS);
       await registry.stop();

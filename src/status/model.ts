@@ -17,7 +17,7 @@ export const JOB_COUNTERS = [
 export const INSTANCE_COUNTERS = ['runs', 'succeeded', 'failed', 'timedOut', 'lockLost', 'interrupted', 'overruns', 'skipped'] as const;
 
 /** A job's state in the status. */
-export const StatusStates = { ok: 'ok', degraded: 'degraded', invalidSchedule: 'invalidSchedule', paused: 'paused' } as const;
+export const StatusStates = { ok: 'ok', degraded: 'degraded', invalidSchedule: 'invalidSchedule', paused: 'paused', orphaned: 'orphaned' } as const;
 /** One of {@link StatusStates}. */
 export type StatusState = (typeof StatusStates)[keyof typeof StatusStates];
 
@@ -120,8 +120,10 @@ export interface JobStatus extends JobCounters {
   readonly invalidCause: string | null;
   /** Why the job is degraded (also the invalid schedule's cause); empty when it is not. */
   readonly degradedReasons: string[];
-  /** Whether some node wrote its stats within 3 minutes (a job no node runs any more is inactive). */
+  /** Whether some node wrote its stats within 3 minutes (a job no node runs any more is inactive, and `orphaned`). */
   readonly active: boolean;
+  /** When a node last registered the job (wrote its stats; every minute while one has it), ISO-8601. */
+  readonly lastRegisteredAt: string | null;
   /** Consecutive unsuccessful runs (failed, timedOut, lockLost) since the last success. */
   readonly streak: number;
   /** The outcome of the last run. */
@@ -337,8 +339,11 @@ export function jobStatus(raw: RawJob, ctx: ModelContext): JobStatus {
   const s = raw.stats;
   const invalidCause = text(s['invalidCause']);
   const paused = raw.settings['paused']?.trim().toLowerCase() === 'true';
-  let reasons = invalidCause ? [`invalid schedule: ${invalidCause}`] : paused ? [] : degradedReasons(s, ctx);
-  const state: StatusState = invalidCause ? 'invalidSchedule' : paused ? 'paused' : reasons.length > 0 ? 'degraded' : 'ok';
+  const seenAt = time(s['seenAt']);
+  // No live node registers it (none wrote its stats lately): it left the code. Not degraded.
+  const orphaned = seenAt === null || ctx.nowMs - seenAt > ACTIVE_WITHIN_MS;
+  let reasons = orphaned ? [] : invalidCause ? [`invalid schedule: ${invalidCause}`] : paused ? [] : degradedReasons(s, ctx);
+  const state: StatusState = orphaned ? 'orphaned' : invalidCause ? 'invalidSchedule' : paused ? 'paused' : reasons.length > 0 ? 'degraded' : 'ok';
   if (state === 'paused') reasons = [];
   const scope = s['scope'] === 'instance' || s['scope'] === 'installation' ? s['scope'] : null;
   const kind = s['scheduleKind'] === 'cron' || s['scheduleKind'] === 'fixedRate' || s['scheduleKind'] === 'fixedDelay' ? s['scheduleKind'] : null;
@@ -348,7 +353,6 @@ export function jobStatus(raw: RawJob, ctx: ModelContext): JobStatus {
     const due = instances.filter((r) => r.live && r.nextDueAt).map((r) => r.nextDueAt as string).sort();
     if (due.length > 0) nextDueAt = due[0] ?? nextDueAt;
   }
-  const seenAt = time(s['seenAt']);
   const counters = {} as Counters<(typeof JOB_COUNTERS)[number]>;
   for (const c of JOB_COUNTERS) counters[c] = count(s[c]);
   return {
@@ -359,7 +363,8 @@ export function jobStatus(raw: RawJob, ctx: ModelContext): JobStatus {
     state,
     invalidCause,
     degradedReasons: reasons,
-    active: seenAt !== null && ctx.nowMs - seenAt <= ACTIVE_WITHIN_MS,
+    active: !orphaned,
+    lastRegisteredAt: text(s['seenAt']),
     ...counters,
     streak: count(s['streak']),
     lastOutcome: text(s['lastOutcome']),

@@ -96,8 +96,8 @@ export class Registry {
     }
   }
 
-  /** Adds job ids to the job set soon (a job added after start). */
-  addJob(): void {
+  /** This node's jobs changed (one added or removed): its job ids are sent again soon. */
+  jobsChanged(): void {
     this.idsDirty = true;
     if (!this.stopped && this.heartbeat) void this.beat();
   }
