@@ -53,6 +53,37 @@ test('npm start killed with SIGKILL: its private redis-server does not outlive i
   assert.equal(alive, false);
 });
 
+/** Whether a process with this pid exists. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+test('npm start killed with SIGTERM: the node notices its parent is gone and stops, with its private redis-server', async () => {
+  const npm = spawn('npm', ['start', '--silent'], { cwd: ROOT, env: { ...process.env, REDIS_URL: '', PORT: '0', LOG_LEVEL: 'info', LOG_FORMAT: 'json' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  npm.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  const lines = (): Array<Record<string, unknown>> => out.split('\n').flatMap((l) => { try { return [JSON.parse(l) as Record<string, unknown>]; } catch { return []; } });
+  for (let i = 0; i < 150 && !lines().some((l) => typeof l['port'] === 'number'); i++) await sleep(100);
+  const started = lines().find((l) => String(l['msg']).includes('private redis-server'));
+  const redisPort = Number(/127\.0\.0\.1:(\d+)/.exec(String(started?.['msg']))?.[1]);
+  const nodePid = Number(lines().find((l) => typeof l['port'] === 'number')?.['pid']);
+  assert.ok(nodePid > 0 && nodePid !== npm.pid, `the node runs under npm: ${out}`);
+  assert.ok(await redisAnswers(redisPort));
+  npm.kill('SIGTERM');
+  let gone = false;
+  for (let i = 0; i < 100 && !gone; i++) {
+    await sleep(100);
+    gone = !alive(nodePid) && !(await redisAnswers(redisPort));
+  }
+  if (!gone && alive(nodePid)) process.kill(nodePid, 'SIGKILL');
+  assert.ok(gone, `the node (pid ${nodePid}) and its private Redis stop once npm is gone`);
+});
+
 test('npm run demo: three nodes share the installation ticks, one line a second, and stop cleanly', async () => {
   const child = spawn(process.execPath, ['--import', 'tsx', 'examples/demo.ts'], { cwd: ROOT, env: { ...process.env, DEMO_SECONDS: '10', PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';

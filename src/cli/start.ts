@@ -12,6 +12,10 @@ import { loadJobsModule } from './load.js';
 import { startPrivateRedis, type PrivateRedis } from './private-redis.js';
 import { startHttpServer } from '../http/server.js';
 import { splitList } from '../redis/connection.js';
+import { every, systemClock } from '../clock.js';
+
+/** How often a node checks that the process that started it is still there, ms. */
+const PARENT_CHECK_MS = 1_000;
 
 function parseFlags(args: string[]): Record<string, string | boolean | undefined> {
   const options: Record<string, { type: 'string' | 'boolean' }> = {};
@@ -64,13 +68,16 @@ export async function runStart(args: string[]): Promise<number> {
 
   return new Promise<number>((resolve) => {
     let stopping = false;
-    const onSignal = (signal: NodeJS.Signals): void => {
+    const onSignal = (signal: NodeJS.Signals | 'parent gone'): void => {
       if (stopping) {
+        if (signal === 'parent gone') return;
         logger.warn({ signal }, 'second %s: exiting without waiting', signal);
         process.exit(130);
       }
       stopping = true;
-      logger.info({ signal }, 'received %s, shutting down', signal);
+      parentWatch.stop();
+      if (signal === 'parent gone') logger.info({ parentPid }, 'the process that started this node (pid %d) is gone; shutting down', parentPid);
+      else logger.info({ signal }, 'received %s, shutting down', signal);
       runner
         .stop()
         .then(() => http.close())
@@ -88,5 +95,11 @@ export async function runStart(args: string[]): Promise<number> {
     };
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
+    // Started through npm or npx, the node's parent may be killed without passing the signal
+    // on: the node is then re-parented, and stops as on SIGTERM (its private Redis with it).
+    const parentPid = process.ppid;
+    const parentWatch = every(systemClock, PARENT_CHECK_MS, () => {
+      if (parentPid > 1 && process.ppid !== parentPid) onSignal('parent gone');
+    });
   });
 }
