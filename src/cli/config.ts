@@ -41,6 +41,7 @@ export interface NodeConfig {
   adminToken: string | undefined;
   shutdownGrace: string;
   logLevel: string;
+  logFormat: string | undefined;
   privateRedis: boolean;
 }
 
@@ -59,6 +60,7 @@ export const CONFIG: readonly ConfigEntry[] = [
   { key: 'shutdownGrace', flag: '--shutdown-grace', env: 'LEASEHOLD_SHUTDOWN_GRACE', default: '10s', description: 'How long shutdown waits for runs in progress before aborting them.' },
   { key: 'privateRedis', flag: '--private-redis', env: undefined, boolean: true, default: 'off', description: 'When no Redis is configured, start a private `redis-server` from the PATH on a free port (no persistence) and stop it when the node exits. `npm start` uses it.' },
   { key: 'logLevel', flag: '--log-level', env: 'LOG_LEVEL', default: 'info', description: 'pino level: fatal, error, warn, info, debug, trace or silent.' },
+  { key: 'logFormat', flag: '--log-format', env: 'LOG_FORMAT', default: '`pretty` on a terminal, else `json`', description: '`json` (one JSON object a line, for log shippers) or `pretty` (readable lines for people).' },
 ];
 
 /**
@@ -115,6 +117,7 @@ export function readConfig(flags: Record<string, string | boolean | undefined>, 
     adminToken: out['adminToken'],
     shutdownGrace: out['shutdownGrace'] ?? '10s',
     logLevel: out['logLevel'] ?? 'info',
+    logFormat: out['logFormat'],
     privateRedis: out['privateRedis'] === 'true',
   };
 }

@@ -4,14 +4,14 @@
  */
 import { parseArgs } from 'node:util';
 import { LeaseholdError, errorMessage } from '../errors.js';
-import { createLogger } from '../log/logger.js';
+import { createLogger, logFormat } from '../log/logger.js';
 import { normalizeJobs, type JobDefinition } from '../schedule/job.js';
 import { createRunner } from '../create.js';
 import { CONFIG, readConfig } from './config.js';
 import { loadJobsModule } from './load.js';
 import { startPrivateRedis, type PrivateRedis } from './private-redis.js';
 import { startHttpServer } from '../http/server.js';
-import { splitList } from '../redis/connection.js';
+import { redactUrl, splitList } from '../redis/connection.js';
 import { every, systemClock } from '../clock.js';
 
 /** How often a node checks that the process that started it is still there, ms. */
@@ -33,7 +33,7 @@ function parseFlags(args: string[]): Record<string, string | boolean | undefined
 export async function runStart(args: string[]): Promise<number> {
   const config = readConfig(parseFlags(args), process.env);
   if (!config.jobs) throw new LeaseholdError('INVALID_CONFIG', 'start: --jobs <module> is required');
-  const logger = createLogger({ level: config.logLevel });
+  const logger = createLogger({ level: config.logLevel, format: logFormat(config.logFormat, process.stdout.isTTY === true) });
   const jobs = await loadJobsModule(config.jobs);
   normalizeJobs(jobs); // every check (including duplicate ids) before anything starts
   let privateRedis: PrivateRedis | undefined;
@@ -64,7 +64,9 @@ export async function runStart(args: string[]): Promise<number> {
     const why = errorMessage(err);
     throw new LeaseholdError('INVALID_CONFIG', `cannot serve HTTP on ${config.host}:${config.port}: ${why}`);
   }
-  logger.info({ url: `http://localhost:${http.port}/manage/jobs` }, 'status: http://localhost:%d/manage/jobs', http.port);
+  const base = `http://localhost:${http.port}`;
+  const redisShown = config.redisUrl ? redactUrl(config.redisUrl) : config.redisClusterNodes ? `cluster ${config.redisClusterNodes}` : config.redisSentinels ? `sentinels ${config.redisSentinels}` : 'none (installation jobs run on this node alone)';
+  logger.info({ url: `${base}/manage/jobs`, metrics: `${base}/metrics`, redis: redisShown }, 'status: %s/manage/jobs · metrics: %s/metrics · Redis: %s', base, base, redisShown);
 
   return new Promise<number>((resolve) => {
     let stopping = false;

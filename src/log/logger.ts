@@ -3,7 +3,27 @@
  * @module
  */
 import { pino, type Logger, type DestinationStream } from 'pino';
-import { LeaseholdError } from '../errors.js';
+import pretty from 'pino-pretty';
+import { ErrorCodes, LeaseholdError } from '../errors.js';
+
+/** Log formats accepted by `LOG_FORMAT`: JSON lines, or readable lines for people. */
+export const LOG_FORMATS = ['json', 'pretty'] as const;
+/** One of {@link LOG_FORMATS}. */
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
+/**
+ * The format of a node's log: `LOG_FORMAT` when set, else readable lines when stdout is a
+ * terminal (a person reads it) and JSON lines otherwise (a log shipper does).
+ * @throws LeaseholdError `INVALID_CONFIG` for an unknown format.
+ */
+export function logFormat(value: string | undefined, isTty: boolean): LogFormat {
+  if (value === undefined || value.trim() === '') return isTty ? 'pretty' : 'json';
+  const f = value.trim().toLowerCase();
+  if (!(LOG_FORMATS as readonly string[]).includes(f)) {
+    throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, `LOG_FORMAT: ${JSON.stringify(value)} is not one of ${LOG_FORMATS.join(', ')}`);
+  }
+  return f as LogFormat;
+}
 
 /** Log levels accepted by `LOG_LEVEL`. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -28,7 +48,7 @@ export const REDACT_PATHS = [
  * Creates the node's logger (JSON lines on stdout, or on `destination`).
  * @throws LeaseholdError `INVALID_CONFIG` for an unknown level.
  */
-export function createLogger(opts: { level?: string; destination?: DestinationStream; base?: Record<string, unknown> } = {}): Logger {
+export function createLogger(opts: { level?: string; format?: LogFormat; destination?: DestinationStream; base?: Record<string, unknown> } = {}): Logger {
   const level = (opts.level ?? 'info').toLowerCase();
   if (!(LOG_LEVELS as readonly string[]).includes(level)) {
     throw new LeaseholdError('INVALID_CONFIG', `LOG_LEVEL: ${JSON.stringify(opts.level)} is not one of ${LOG_LEVELS.join(', ')}`);
@@ -39,5 +59,9 @@ export function createLogger(opts: { level?: string; destination?: DestinationSt
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,
   };
+  if (opts.format === 'pretty') {
+    // Redaction happens before the line reaches the stream, so secrets stay hidden here too.
+    return pino(options, pretty({ sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', ...(opts.destination ? { destination: opts.destination } : {}) }));
+  }
   return opts.destination ? pino(options, opts.destination) : pino(options);
 }
