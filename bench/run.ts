@@ -3,7 +3,8 @@
  *
  * Environment: `BENCH_QUICK=1` (short mode), `BENCH_SCENARIOS=S1,S3`,
  * `BENCH_SYSTEMS=leasehold,bullmq`, `BENCH_LEASE_MS` (default 5000), `BENCH_REDIS_HZ`
- * (default 10), `BENCH_OUT` (default bench/results/latest.json),
+ * (default 10), `BENCH_OUT` (default bench/results/latest.json; with BENCH_QUICK,
+ * bench/results/latest.quick.json, so a quick run never overwrites the full-run results),
  * `BENCH_NODE_FLAGS_LEASEHOLD="--cpu-prof --cpu-prof-dir=prof"` (and `_BULLMQ`,
  * `_CRONER_REDLOCK`). leasehold runs from `dist/`: `npm run build` first.
  * @module

@@ -90,7 +90,8 @@ export function readSettings(env: NodeJS.ProcessEnv, defaultOut: string): BenchS
     systems: list(env['BENCH_SYSTEMS'], SYSTEMS, 'BENCH_SYSTEMS').filter((sys) => env['BENCH_SYSTEMS'] !== undefined || !quick || sys !== FLOOR),
     leaseMs: positive(env['BENCH_LEASE_MS'], 'BENCH_LEASE_MS') ?? 5_000,
     durationOverrideMs: duration === undefined ? undefined : duration * 1000,
-    outFile: env['BENCH_OUT'] ?? defaultOut,
+    // A quick run never overwrites the committed full-run results.
+    outFile: env['BENCH_OUT'] ?? (quick ? defaultOut.replace(/\.json$/, '.quick.json') : defaultOut),
   };
 }
 

@@ -67,6 +67,8 @@ export interface RunnerOptions {
   readonly adminToken?: string;
   /** Unsuccessful runs in a row from which a job shows as degraded. Default 3. */
   readonly failingStreak?: number;
+  /** How many recent runs each job keeps in Redis (`GET /manage/jobs/:id`), 1 to 1,000. Default 50. */
+  readonly recentRuns?: number;
 }
 
 /**
@@ -214,6 +216,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
       logger,
       ...(opts.adminToken ? { adminToken: opts.adminToken } : {}),
       ...(opts.failingStreak !== undefined ? { failingStreak: opts.failingStreak } : {}),
+      ...(opts.recentRuns !== undefined ? { recentRuns: opts.recentRuns } : {}),
     });
     const described = target ? describeTarget(target) : 'the given client';
     logger.info({ redis: described, prefix }, 'coordinating through Redis at %s', described);

@@ -40,3 +40,9 @@ test('bench: S1 quick, 8 s per system, writes figures for all three systems', { 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('bench: a quick run writes its own results file, never the committed full-run one', () => {
+  assert.equal(readSettings({ BENCH_QUICK: '1' }, '/x/results/latest.json').outFile, '/x/results/latest.quick.json');
+  assert.equal(readSettings({}, '/x/results/latest.json').outFile, '/x/results/latest.json');
+  assert.equal(readSettings({ BENCH_QUICK: '1', BENCH_OUT: '/tmp/o.json' }, '/x/results/latest.json').outFile, '/tmp/o.json');
+});

@@ -42,6 +42,7 @@ export interface NodeConfig {
   shutdownGrace: string;
   logLevel: string;
   logFormat: string | undefined;
+  recentRuns: number | undefined;
   privateRedis: boolean;
 }
 
@@ -57,6 +58,7 @@ export const CONFIG: readonly ConfigEntry[] = [
   { key: 'host', flag: '--host', env: 'HOST', default: '0.0.0.0', description: 'Address the HTTP server listens on.' },
   { key: 'instanceId', flag: '--instance-id', env: 'LEASEHOLD_INSTANCE_ID', default: '<host>-<pid>', description: 'This node\'s id in the status and in lease values.' },
   { key: 'adminToken', flag: undefined, env: 'LEASEHOLD_ADMIN_TOKEN', default: '(none: admin routes refused)', description: 'Bearer token of the admin routes (`POST /manage/jobs/:id/run`, `/pause`, `/resume`).' },
+  { key: 'recentRuns', flag: '--recent-runs', env: 'LEASEHOLD_RECENT_RUNS', default: '50', description: 'How many recent runs each job keeps in Redis (1 to 1000), shown by `GET /manage/jobs/:id`.' },
   { key: 'shutdownGrace', flag: '--shutdown-grace', env: 'LEASEHOLD_SHUTDOWN_GRACE', default: '10s', description: 'How long shutdown waits for runs in progress before aborting them.' },
   { key: 'privateRedis', flag: '--private-redis', env: undefined, boolean: true, default: 'off', description: 'When no Redis is configured, start a private `redis-server` from the PATH on a free port (no persistence) and stop it when the node exits. `npm start` uses it.' },
   { key: 'logLevel', flag: '--log-level', env: 'LOG_LEVEL', default: 'info', description: 'pino level: fatal, error, warn, info, debug, trace or silent.' },
@@ -97,6 +99,9 @@ export function readConfig(flags: Record<string, string | boolean | undefined>, 
       bad('shutdownGrace', 'is not a duration (use milliseconds or a string like 500ms, 10s, 1m)');
     }
   }
+  if (out['recentRuns'] !== undefined && !(/^\d{1,4}$/.test(out['recentRuns']) && Number(out['recentRuns']) >= 1 && Number(out['recentRuns']) <= 1_000)) {
+    bad('recentRuns', 'is not a whole number from 1 to 1000');
+  }
   if (out['redisSentinels'] && !out['redisSentinelName']) {
     throw new LeaseholdError('INVALID_CONFIG', 'REDIS_SENTINELS is set but REDIS_SENTINEL_NAME is not');
   }
@@ -118,6 +123,7 @@ export function readConfig(flags: Record<string, string | boolean | undefined>, 
     shutdownGrace: out['shutdownGrace'] ?? '10s',
     logLevel: out['logLevel'] ?? 'info',
     logFormat: out['logFormat'],
+    recentRuns: out['recentRuns'] === undefined ? undefined : Number(out['recentRuns']),
     privateRedis: out['privateRedis'] === 'true',
   };
 }

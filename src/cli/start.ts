@@ -51,6 +51,7 @@ export async function runStart(args: string[]): Promise<number> {
     ...(config.redisClusterNodes ? { redisClusterNodes: splitList(config.redisClusterNodes) } : {}),
     ...(config.redisSentinels ? { redisSentinels: splitList(config.redisSentinels), redisSentinelName: config.redisSentinelName } : {}),
     ...(config.adminToken ? { adminToken: config.adminToken } : {}),
+    ...(config.recentRuns !== undefined ? { recentRuns: config.recentRuns } : {}),
   });
   for (const job of jobs) runner.add(job as JobDefinition);
   await runner.start();

@@ -46,6 +46,8 @@ export interface StatusLayerOptions {
   readonly failingStreak?: number;
   /** leasehold's version, shown in the instance list. Default: this package's. */
   readonly version?: string;
+  /** How many recent runs each job keeps in Redis. Default 50. */
+  readonly recentRuns?: number;
   /** Called with the id of each job the stats first see (the metrics create its series). */
   readonly onNewJob?: (jobId: string) => void;
 }
@@ -82,6 +84,9 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
   if (!Number.isSafeInteger(failingStreak) || failingStreak < 1) {
     throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, `failingStreak must be an integer >= 1, got ${String(opts.failingStreak)}`);
   }
+  if (opts.recentRuns !== undefined && (!Number.isSafeInteger(opts.recentRuns) || opts.recentRuns < 1 || opts.recentRuns > 1_000)) {
+    throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, `recentRuns must be a whole number from 1 to 1000, got ${String(opts.recentRuns)}`);
+  }
   const keys = keyNames(opts.prefix);
   const { url, target: where, client } = opts.redis;
   const target = client ? { client } : where ? { target: where } : { url };
@@ -114,6 +119,7 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
     keys,
     logger,
     clock,
+    ...(opts.recentRuns !== undefined ? { recentRuns: opts.recentRuns } : {}),
     onNewJob: (id) => {
       opts.onNewJob?.(id);
       registry.jobsChanged();

@@ -24,7 +24,7 @@ export const FLUSH_MS = 300;
 export const MAX_BACKOFF_MS = 2_000;
 /** Every job's fields are refreshed (created if absent, `seenAt`) this often, in ms. */
 export const TOUCH_MS = 60_000;
-/** Length of each job's recent-runs list. */
+/** Length of each job's recent-runs list, unless configured (`recentRuns`). */
 export const RUNS_CAP = 50;
 /** Batches sent in one pipeline. */
 export const CHUNK = 200;
@@ -55,6 +55,8 @@ export interface StatsWriterOptions {
   readonly onNewJob?: (jobId: string) => void;
   /** Timers; default the system's. */
   readonly clock?: Timers;
+  /** How many recent runs each job keeps; default {@link RUNS_CAP}. */
+  readonly recentRuns?: number;
 }
 
 /** A batch sent and not yet acknowledged; resent as it is (same sequence number) until it is. */
@@ -82,6 +84,7 @@ export class StatsWriter {
   private readonly offs: Array<() => void> = [];
   private seq = 0;
   private readonly clock: Timers;
+  private readonly runsCap: number;
   private timer: TimerHandle | undefined;
   private touching: Repeating | undefined;
   private cycling: Promise<void> | undefined;
@@ -91,6 +94,7 @@ export class StatsWriter {
   constructor(private readonly opts: StatsWriterOptions) {
     this.writerId = `${opts.core.instanceId}#${randomBytes(6).toString('hex')}`;
     this.clock = opts.clock ?? systemClock;
+    this.runsCap = opts.recentRuns ?? RUNS_CAP;
     const core = opts.core;
     this.offs.push(
       core.on('runEnded', (e) => this.pending(e.jobId).addRun(e)),
@@ -167,7 +171,7 @@ export class StatsWriter {
     if (s) return s;
     const view = this.opts.core.job(jobId);
     const instanceScoped = (view?.job.scope ?? 'instance') === 'instance';
-    s = { jobId, instanceScoped, pending: new JobBatch(instanceScoped, RUNS_CAP), inflight: undefined, scheduleKey: view?.schedule?.trigger.key, state: view?.state ?? 'ok' };
+    s = { jobId, instanceScoped, pending: new JobBatch(instanceScoped, this.runsCap), inflight: undefined, scheduleKey: view?.schedule?.trigger.key, state: view?.state ?? 'ok' };
     this.slots.set(jobId, s);
     if (view) {
       s.pending.initialize(describeJob(view), iso(this.opts.core.now()));
@@ -263,7 +267,7 @@ export class StatsWriter {
         if (!s.inflight) {
           s.pending.setField('seenAt', seenAt, true);
           s.inflight = { seq: ++this.seq, batch: s.pending.toRecord(this.opts.core.instanceId) };
-          s.pending = new JobBatch(s.instanceScoped, RUNS_CAP);
+          s.pending = new JobBatch(s.instanceScoped, this.runsCap);
         }
         return { jobId: s.jobId, s, inflight: s.inflight };
       });
@@ -292,7 +296,7 @@ export class StatsWriter {
         writer: this.writerId,
         seq: inflight.seq,
         batch: inflight.batch,
-        runsCap: RUNS_CAP,
+        runsCap: this.runsCap,
         keepMs: BATCHES_KEEP_MS,
       })),
     );
