@@ -17,7 +17,7 @@ export const LAYERS = {
   runner: { may: ['lease', 'schedule', 'cron'], noPackages: ['ioredis', 'fastify', 'pino', 'prom-client', 'bullmq'] },
   status: { may: ['runner', 'lease', 'redis', 'schedule', 'cron'], noPackages: ['fastify', 'pino', 'prom-client'] },
   metrics: { may: ['runner'], noPackages: ['ioredis', 'fastify', 'pino'] },
-  log: { may: ['runner'], noPackages: ['ioredis', 'fastify', 'prom-client'] },
+  log: { may: ['runner', 'schedule'], noPackages: ['ioredis', 'fastify', 'prom-client'] },
   http: { may: ['status', 'schedule'], noPackages: ['ioredis', 'prom-client'] },
   create: { may: ['runner', 'lease', 'redis', 'status', 'metrics', 'log', 'http', 'schedule', 'cron'], noPackages: [] },
   cli: { may: ['create', 'status', 'redis', 'http', 'log', 'schedule', 'cron'], noPackages: [] },

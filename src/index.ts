@@ -60,6 +60,7 @@ export {
   type ScheduledEvent,
   type JobStateEvent,
   type JobRemovedEvent,
+  type ClockStepEvent,
 } from './runner/events.js';
 
 // The cluster's status

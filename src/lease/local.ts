@@ -31,6 +31,13 @@ export function localCoordinator(clock: Timers): Coordinator {
       return { kind: 'claimed', lease, previousTick };
     },
     offsetMs: () => 0,
+    afterClockStep(stepMs) {
+      // The ticks were read off the old clock: on the new one they lie `stepMs` later.
+      for (const s of state.values()) {
+        s.tick += stepMs;
+        if (s.due !== undefined) s.due += stepMs;
+      }
+    },
     close: async () => {},
   };
 }

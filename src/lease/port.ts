@@ -84,6 +84,11 @@ export interface Coordinator {
    * happens ahead of the tick and the run starts on it (never before it). 0 or absent: at the tick.
    */
   readonly claimLeadMs?: number;
+  /**
+   * The node's wall clock stepped by `stepMs` and the node schedules by it (no shared clock):
+   * ticks remembered on the old clock are moved with it (optional).
+   */
+  afterClockStep?(stepMs: number): void;
   /** Sends the claims made so far now, when the coordinator gathers them (optional). */
   flush?(): void;
   /** Releases resources. */

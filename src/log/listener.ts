@@ -4,6 +4,7 @@
  * @module
  */
 import type { Logger } from '../logger.js';
+import { formatDuration } from '../schedule/duration.js';
 import type { RunnerCore } from '../runner/runner.js';
 
 /** Subscribes a logger to a runner's events. Returns an unsubscribe function. */
@@ -53,6 +54,11 @@ export function attachLogListener(runner: RunnerCore, log: Logger): () => void {
       else log.info({ jobId: e.jobId, state: e.state }, 'job "%s" is now %s', e.jobId, e.state);
     }),
     runner.on('warning', (e) => log.warn({ jobId: e.jobId }, e.message)),
+    runner.on('clockStep', (e) => {
+      const size = formatDuration(Math.abs(e.stepMs));
+      const what = e.replanned ? 'every job is planned again from the new time' : 'the schedule keeps Redis time and does not move';
+      log.warn({ stepMs: e.stepMs }, 'the wall clock stepped %s by %s; %s', e.stepMs > 0 ? 'forward' : 'back', size, what);
+    }),
   ];
   return () => offs.forEach((off) => off());
 }

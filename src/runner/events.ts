@@ -123,6 +123,17 @@ export interface JobRemovedEvent {
   readonly jobId: string;
 }
 
+/** The node's wall clock stepped (against its monotonic clock). */
+export interface ClockStepEvent {
+  /** The size of the step, ms: positive forward, negative back. */
+  readonly stepMs: number;
+  /**
+   * True when the jobs were planned again from the new time (the node schedules by its own
+   * clock); false when the schedule did not move (it keeps Redis time).
+   */
+  readonly replanned: boolean;
+}
+
 /** Every event the runner emits, by name. */
 export interface RunnerEvents {
   /** A run began. */
@@ -139,6 +150,8 @@ export interface RunnerEvents {
   jobState: JobStateEvent;
   /** A job was removed from this node. */
   jobRemoved: JobRemovedEvent;
+  /** The node's wall clock stepped. */
+  clockStep: ClockStepEvent;
   /** A problem that is not a run's outcome (a bad setting, an event-loop stall). */
   warning: { readonly jobId: string | undefined; readonly message: string };
 }

@@ -10,15 +10,19 @@ import { completeClock, waitAtMost, type Clock, type Timers } from '../clock.js'
 import type { Logger } from '../logger.js';
 import { localCoordinator } from '../lease/local.js';
 import type { ClaimMode, Coordinator, HeldLease } from '../lease/port.js';
-import { normalizeJob, type JobScope, type NormalizedJob } from '../schedule/job.js';
+import { normalizeJob } from '../schedule/job.js';
 import type { EffectiveSchedule, Trigger } from '../schedule/trigger.js';
 import { Claims, type ClaimHost } from './claims.js';
-import { Emitter, type JobState, type Listener, type RunnerEvents, type SkipReason } from './events.js';
+import { Emitter, type Listener, type RunnerEvents, type SkipReason } from './events.js';
 import { executeRun, type ActiveRun } from './run.js';
 import { Slot, type SettingsSource } from './slot.js';
+import { view, type JobView } from './view.js';
+import { fireTick } from './fire.js';
+import { StepDetector } from './steps.js';
 import { Timetable, type TimetableHost } from './timetable.js';
 
 export type { SettingsSource } from './slot.js';
+export { jobInfo, type JobInfo, type JobView } from './view.js';
 
 /** What the runner needs; `createRunner` fills in defaults. */
 export interface RunnerCoreOptions {
@@ -28,59 +32,6 @@ export interface RunnerCoreOptions {
   readonly clock?: Clock;
   readonly coordinator?: Coordinator;
   readonly settings?: SettingsSource;
-}
-
-/** A job as a runner knows it now: what `runner.add` and `runner.jobs()` answer. */
-export interface JobInfo {
-  /** The id. */
-  readonly id: string;
-  /** `instance` or `installation`. */
-  readonly scope: JobScope;
-  /** Free text from the job's definition. */
-  readonly description: string | undefined;
-  /** `ok`, `paused`, or `invalidSchedule` (see `invalidCause`). */
-  readonly state: JobState;
-  /** Why the schedule is invalid; undefined when it is valid. */
-  readonly invalidCause: string | undefined;
-  /** The schedule as it applies now (settings and environment applied); null while it is invalid. */
-  readonly schedule: {
-    readonly kind: 'cron' | 'fixedRate' | 'fixedDelay';
-    /** The cron expression, or the period (`10s`). */
-    readonly expression: string;
-    /** The cron's zone; undefined for fixed schedules. */
-    readonly zone: string | undefined;
-    /** The nominal interval, ms. */
-    readonly intervalMs: number;
-  } | null;
-  /** The next tick, epoch ms (shared clock); null when none is planned. */
-  readonly nextDueAt: number | null;
-  /** The run in progress on this node. */
-  readonly running: { readonly runId: string; readonly startedAt: number; readonly aborted: string | undefined } | undefined;
-}
-
-/** The public view of a job from the runner's internal one. */
-export function jobInfo(v: JobView): JobInfo {
-  const t = v.schedule?.trigger;
-  return {
-    id: v.job.id,
-    scope: v.job.scope,
-    description: v.job.description,
-    state: v.state,
-    invalidCause: v.invalidCause,
-    schedule: t ? { kind: t.kind, expression: t.expression, zone: t.zone, intervalMs: t.intervalMs } : null,
-    nextDueAt: v.nextDueAt,
-    running: v.running,
-  };
-}
-
-/** A read-only view of a job the runner knows, with its definition and trigger (internal). */
-export interface JobView {
-  readonly job: NormalizedJob;
-  readonly state: JobState;
-  readonly invalidCause: string | undefined;
-  readonly schedule: EffectiveSchedule | undefined;
-  readonly nextDueAt: number | null;
-  readonly running: { readonly runId: string; readonly startedAt: number; readonly aborted: string | undefined } | undefined;
 }
 
 /** How long after the shutdown grace aborted handlers get to settle, so their leases are released. */
@@ -96,6 +47,7 @@ export class RunnerCore implements TimetableHost, ClaimHost {
   /** Removed jobs whose run is still going. */
   private readonly removing = new Set<Slot>();
   private readonly log: Logger;
+  private readonly steps = new StepDetector();
   private settings: SettingsSource;
   private status: 'idle' | 'running' | 'stopping' | 'stopped' = 'idle';
   private stopping: Promise<void> | undefined;
@@ -269,50 +221,30 @@ export class RunnerCore implements TimetableHost, ClaimHost {
     this.timetable.planFirst(slot);
   }
 
-  // ---- the fire policy --------------------------------------------------------------------
-
-  /** A job's tick is due: resolve its settings, plan the next fire, then run, skip or claim. */
+  /** A job's tick is due: see {@link fireTick}. */
   fire(slot: Slot, tick: number, now: number): void {
-    if (now < tick && slot.busy) {
-      // Fired ahead for its claim, but the previous run is still going: decide on the tick.
-      this.timetable.at(slot, tick, tick);
-      return;
-    }
-    this.timetable.dropRetry(slot); // a new tick supersedes any retry of an older one
-    const before = slot.effective?.trigger.key;
-    slot.resolve(this.settings, this.emitter, this.log);
-    const eff = slot.effective;
-    if (slot.invalidCause || !eff) {
-      this.timetable.planNext(slot, now);
-      return;
-    }
-    const t = eff.trigger;
-    if (t.key !== before && t.kind !== 'fixedDelay') {
-      // The cadence changed since this fire was planned: follow the new schedule.
-      const next = t.next(now - 1);
-      if (next !== tick) {
-        this.timetable.tick(slot, next);
-        return;
-      }
-    }
-    if (t.kind !== 'fixedDelay') this.timetable.planNext(slot, Math.max(now, tick));
-    else slot.nextAt = null;
-    if (slot.paused) {
-      this.skip(slot, 'paused', tick, now);
-      if (t.kind === 'fixedDelay') this.timetable.tick(slot, now + t.intervalMs);
-      return;
-    }
-    if (slot.busy) {
-      this.skip(slot, 'overrun', tick, now);
-      return;
-    }
-    this.begin(slot, eff, tick, t.kind === 'fixedDelay' ? 'delay' : 'grid');
+    fireTick(this, slot, tick, now);
   }
 
   /** A claim found the lease held by an earlier run: try again within the misfire grace. */
   retry(slot: Slot, tick: number, mode: ClaimMode): void {
     if (slot.busy || slot.paused || !slot.effective) return;
     this.begin(slot, slot.effective, tick, mode);
+  }
+
+  /** Looks at the wall clock against the monotonic one; after a step every job is planned again, once. */
+  beforeWake(): void {
+    const step = this.steps.observe(this.clock.now(), this.clock.monotonic());
+    if (step === 0) return;
+    this.emitter.emit('clockStep', { stepMs: step, replanned: true });
+    this.coordinator.afterClockStep?.(step);
+    const now = this.now();
+    for (const slot of this.slots.values()) this.timetable.afterStep(slot, step, now);
+  }
+
+  /** Applies a job's settings again (the timetable asks after moving a grid). */
+  resolve(slot: Slot): void {
+    slot.resolve(this.settings, this.emitter, this.log);
   }
 
   /** The claims of the jobs due at one wake travel together, and leave before anything else. */
@@ -325,7 +257,7 @@ export class RunnerCore implements TimetableHost, ClaimHost {
   }
 
   /** Starts a run for `tick`: at once for an instance job, after its claim for an installation job. */
-  private begin(slot: Slot, eff: EffectiveSchedule, tick: number, mode: ClaimMode): void {
+  begin(slot: Slot, eff: EffectiveSchedule, tick: number, mode: ClaimMode): void {
     if (slot.job.scope === 'instance') this.startRun(slot, eff, tick, mode === 'manual', undefined);
     else this.claims.claim(slot, eff, tick, mode);
   }
@@ -355,15 +287,4 @@ export class RunnerCore implements TimetableHost, ClaimHost {
       if (this.status === 'running' && current?.kind === 'fixedDelay') this.timetable.tick(slot, this.now() + current.intervalMs);
     });
   }
-}
-
-function view(s: Slot): JobView {
-  return {
-    job: s.job,
-    state: s.state,
-    invalidCause: s.invalidCause,
-    schedule: s.effective,
-    nextDueAt: s.nextAt,
-    running: s.running ? { runId: s.running.runId, startedAt: s.running.startedAt, aborted: s.running.abortedReason } : undefined,
-  };
 }

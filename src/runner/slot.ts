@@ -32,6 +32,8 @@ export class Slot {
   /** The timetable entry of a pending claim retry. */
   retrySeq = 0;
   nextAt: number | null = null;
+  /** The last tick this node handled (ran, claimed or skipped). */
+  lastTick = -Infinity;
   /** The tick whose claim is in flight: nothing else starts meanwhile. */
   claiming: number | undefined;
   /** The run in progress. */
@@ -87,6 +89,15 @@ export class Slot {
     if (state !== prevState || (state === 'invalidSchedule' && this.invalidCause !== prevCause)) {
       emitter.emit('jobState', { jobId: id, state, cause: this.invalidCause });
     }
+  }
+
+  /**
+   * Moves an instance fixedRate job's grid by `ms` (after a step of the wall clock, so that it
+   * keeps its period in elapsed time); its trigger is rebuilt at the next resolve.
+   */
+  shiftAnchor(ms: number): void {
+    this.anchor += ms;
+    this.overrides = undefined;
   }
 
   private warnOnce(emitter: Emitter, message: string): void {

@@ -36,6 +36,10 @@ export interface TimetableHost {
   fire(slot: Slot, tick: number, now: number): void;
   /** A claim retry is due. */
   retry(slot: Slot, tick: number, mode: ClaimMode): void;
+  /** Applies a job's settings again. */
+  resolve(slot: Slot): void;
+  /** A wake: called before anything due is handed over (the runner looks at its clock). */
+  beforeWake(): void;
   /** Every fire due at one wake has been handed over. */
   afterWake(): void;
 }
@@ -137,6 +141,35 @@ export class Timetable {
     if (at < this.timerAt) this.arm();
   }
 
+  /**
+   * Plans a job again after the wall clock stepped by `step` ms. An instance fixedRate or a
+   * fixedDelay job keeps its period in elapsed time. A grid job (cron, and the shared fixedRate
+   * grid) goes on at its next tick in the new time, and never in a burst: after a forward
+   * step the ticks skipped are not run. After a backward step a tick it already ran is not run
+   * again, as long as waiting for the next new one costs at most one period; past that (a step
+   * back of more than a period) the old ticks were read off a wrong clock, and the job goes on
+   * at its next tick in the new time.
+   */
+  afterStep(slot: Slot, step: number, now: number): void {
+    const t = slot.effective?.trigger;
+    if (slot.nextAt === null || !t) {
+      if (slot.invalidCause) this.planNext(slot, now);
+      return;
+    }
+    if (t.kind === 'fixedDelay' || (t.kind === 'fixedRate' && slot.job.scope === 'instance')) {
+      if (t.kind === 'fixedRate') {
+        slot.shiftAnchor(step);
+        this.host.resolve(slot);
+      }
+      this.tick(slot, slot.nextAt + step);
+      return;
+    }
+    const fresh = t.next(Math.max(now - 1, slot.lastTick));
+    const lastRunAt = slot.lastTick + step; // when the last tick ran, on the new clock
+    const patient = fresh !== null && fresh - lastRunAt <= 2 * t.intervalMs;
+    this.tick(slot, patient ? fresh : t.next(now - 1));
+  }
+
   /** Makes every pending entry of the slot stale: a removed job fires no more. */
   forget(slot: Slot): void {
     slot.fireSeq = ++this.seq;
@@ -168,6 +201,7 @@ export class Timetable {
   private wake(): void {
     this.timer = undefined;
     this.timerAt = Infinity;
+    this.host.beforeWake();
     const now = this.host.now();
     for (let top = this.heap.peek(); top && top.at <= now; top = this.heap.peek()) {
       this.heap.pop();

@@ -1,0 +1,59 @@
+/**
+ * The fire policy: what happens when a job's tick is due.
+ * @module
+ */
+import type { ClaimMode } from '../lease/port.js';
+import type { EffectiveSchedule } from '../schedule/trigger.js';
+import type { SkipReason } from './events.js';
+import type { Slot } from './slot.js';
+import type { Timetable } from './timetable.js';
+
+/** What the fire policy needs of the runner. */
+export interface FireHost {
+  readonly timetable: Timetable;
+  resolve(slot: Slot): void;
+  skip(slot: Slot, reason: SkipReason, tick: number, now: number): void;
+  begin(slot: Slot, eff: EffectiveSchedule, tick: number, mode: ClaimMode): void;
+}
+
+/**
+ * A job's tick is due: resolve its settings, plan the next fire, then skip it (paused, or its
+ * previous run still going: no overlap, no burst) or begin it.
+ */
+export function fireTick(host: FireHost, slot: Slot, tick: number, now: number): void {
+  if (now < tick && slot.busy) {
+    // Fired ahead for its claim, but the previous run is still going: decide on the tick.
+    host.timetable.at(slot, tick, tick);
+    return;
+  }
+  host.timetable.dropRetry(slot); // a new tick supersedes any retry of an older one
+  slot.lastTick = Math.max(slot.lastTick, tick);
+  const before = slot.effective?.trigger.key;
+  host.resolve(slot);
+  const eff = slot.effective;
+  if (slot.invalidCause || !eff) {
+    host.timetable.planNext(slot, now);
+    return;
+  }
+  const t = eff.trigger;
+  if (t.key !== before && t.kind !== 'fixedDelay') {
+    // The cadence changed since this fire was planned: follow the new schedule.
+    const next = t.next(now - 1);
+    if (next !== tick) {
+      host.timetable.tick(slot, next);
+      return;
+    }
+  }
+  if (t.kind !== 'fixedDelay') host.timetable.planNext(slot, Math.max(now, tick));
+  else slot.nextAt = null;
+  if (slot.paused) {
+    host.skip(slot, 'paused', tick, now);
+    if (t.kind === 'fixedDelay') host.timetable.tick(slot, now + t.intervalMs);
+    return;
+  }
+  if (slot.busy) {
+    host.skip(slot, 'overrun', tick, now);
+    return;
+  }
+  host.begin(slot, eff, tick, t.kind === 'fixedDelay' ? 'delay' : 'grid');
+}

@@ -1,0 +1,74 @@
+/**
+ * What the runner shows of its jobs: the public {@link JobInfo}, and the internal view with
+ * the definition and the trigger that the status layer and the metrics read.
+ * @module
+ */
+import type { JobScope, NormalizedJob } from '../schedule/job.js';
+import type { EffectiveSchedule } from '../schedule/trigger.js';
+import type { JobState } from './events.js';
+import type { Slot } from './slot.js';
+
+/** A job as a runner knows it now: what `runner.add` and `runner.jobs()` answer. */
+export interface JobInfo {
+  /** The id. */
+  readonly id: string;
+  /** `instance` or `installation`. */
+  readonly scope: JobScope;
+  /** Free text from the job's definition. */
+  readonly description: string | undefined;
+  /** `ok`, `paused`, or `invalidSchedule` (see `invalidCause`). */
+  readonly state: JobState;
+  /** Why the schedule is invalid; undefined when it is valid. */
+  readonly invalidCause: string | undefined;
+  /** The schedule as it applies now (settings and environment applied); null while it is invalid. */
+  readonly schedule: {
+    readonly kind: 'cron' | 'fixedRate' | 'fixedDelay';
+    /** The cron expression, or the period (`10s`). */
+    readonly expression: string;
+    /** The cron's zone; undefined for fixed schedules. */
+    readonly zone: string | undefined;
+    /** The nominal interval, ms. */
+    readonly intervalMs: number;
+  } | null;
+  /** The next tick, epoch ms (shared clock); null when none is planned. */
+  readonly nextDueAt: number | null;
+  /** The run in progress on this node. */
+  readonly running: { readonly runId: string; readonly startedAt: number; readonly aborted: string | undefined } | undefined;
+}
+
+/** The public view of a job from the runner's internal one. */
+export function jobInfo(v: JobView): JobInfo {
+  const t = v.schedule?.trigger;
+  return {
+    id: v.job.id,
+    scope: v.job.scope,
+    description: v.job.description,
+    state: v.state,
+    invalidCause: v.invalidCause,
+    schedule: t ? { kind: t.kind, expression: t.expression, zone: t.zone, intervalMs: t.intervalMs } : null,
+    nextDueAt: v.nextDueAt,
+    running: v.running,
+  };
+}
+
+/** A read-only view of a job the runner knows, with its definition and trigger (internal). */
+export interface JobView {
+  readonly job: NormalizedJob;
+  readonly state: JobState;
+  readonly invalidCause: string | undefined;
+  readonly schedule: EffectiveSchedule | undefined;
+  readonly nextDueAt: number | null;
+  readonly running: { readonly runId: string; readonly startedAt: number; readonly aborted: string | undefined } | undefined;
+}
+
+/** The internal view of a slot. */
+export function view(s: Slot): JobView {
+  return {
+    job: s.job,
+    state: s.state,
+    invalidCause: s.invalidCause,
+    schedule: s.effective,
+    nextDueAt: s.nextAt,
+    running: s.running ? { runId: s.running.runId, startedAt: s.running.startedAt, aborted: s.running.abortedReason } : undefined,
+  };
+}
