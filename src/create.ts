@@ -20,10 +20,10 @@ import { keys as keyNames } from './redis/keys.js';
 import { redisCoordinator, type RedisCoordinator } from './lease/redis-coordinator.js';
 import { createStatusLayer, type StatusLayer, type StatusLayerOptions } from './status/index.js';
 import type { ClusterStatus } from './status/model.js';
-import { createRunnerMetrics } from './metrics/prom.js';
+import { createRunnerMetrics, type RunnerMetrics } from './metrics/prom.js';
 import { createLogger } from './log/logger.js';
 import { attachLogListener } from './log/listener.js';
-import { leaseholdRoutes } from './http/plugin.js';
+import { leaseholdRoutes, type MetricsSource } from './http/plugin.js';
 import { localRoutes } from './http/local.js';
 
 /** Options of {@link createRunner}. */
@@ -105,12 +105,12 @@ export interface Runner {
   remove(jobId: string): boolean;
   /**
    * The HTTP routes (`/manage/jobs`, `/health`, `/metrics`, admin) as a fastify plugin bound
-   * to this runner: `app.register(runner.routes)`. Without Redis only `/health` answers;
-   * the status routes say that the status needs Redis.
+   * to this runner: `app.register(runner.routes)`. Without Redis `/health` and `/metrics`
+   * answer, and the status routes say (503) that the status is kept in Redis.
    */
   readonly routes: FastifyPluginAsync;
-  /** This runner's Prometheus registry (job metrics and process metrics); undefined without Redis. */
-  readonly metrics: MetricsRegistry | undefined;
+  /** This runner's Prometheus registry: this node's job metrics and the process metrics. */
+  readonly metrics: MetricsRegistry;
   /** The cluster's status, read from Redis (what `GET /manage/jobs` returns). */
   status(): Promise<ClusterStatus>;
 }
@@ -160,10 +160,10 @@ export interface AttachedStatus extends StatusLayer {
  * Wires a runner core (`opts.core`) to the status layer (and the core to its settings), the metrics and the
  * HTTP routes. `start()` before `core.start()`; `stop()` after `core.stop()`.
  */
-export function attachStatus(opts: AttachStatusOptions): AttachedStatus {
+export function attachStatus(opts: AttachStatusOptions, runnerMetrics?: RunnerMetrics): AttachedStatus {
   const { adminToken, ...statusOptions } = opts;
   const core = opts.core;
-  const metrics = createRunnerMetrics(core);
+  const metrics = runnerMetrics ?? createRunnerMetrics(core);
   const status = createStatusLayer({
     ...statusOptions,
     onNewJob: (id) => {
@@ -174,11 +174,7 @@ export function attachStatus(opts: AttachStatusOptions): AttachedStatus {
   core.setSettings(status.settings);
   const registry = metrics.registry;
   const routes: FastifyPluginAsync = async (app) => {
-    await app.register(leaseholdRoutes, {
-      api: status.api,
-      metrics: async () => ({ contentType: registry.contentType, text: await registry.metrics() }),
-      ...(adminToken ? { adminToken } : {}),
-    });
+    await app.register(leaseholdRoutes, { api: status.api, metrics: metricsSource(registry), ...(adminToken ? { adminToken } : {}) });
   };
   return {
     ...status,
@@ -199,6 +195,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
   const { instanceId, shutdownGraceMs, logger, prefix, target } = resolveRunnerOptions(opts);
   const core = new RunnerCore({ instanceId, logger, shutdownGraceMs, ...(opts.clock ? { clock: opts.clock } : {}) });
   const detachLog = attachLogListener(core, logger);
+  const metrics = createRunnerMetrics(core);
   let coordinator: RedisCoordinator | undefined;
   let leaseConnection: RedisClient | undefined;
   let status: AttachedStatus | undefined;
@@ -209,7 +206,8 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
     lease.on('error', (err: Error) => logger.debug({ err: { message: err.message } }, 'lease connection error'));
     coordinator = redisCoordinator({ redis: lease, keys: keyNames(prefix), instanceId, logger, ownsConnection: true });
     core.setCoordinator(coordinator);
-    status = attachStatus({
+    status = attachStatus(
+      {
       core,
       redis: where,
       prefix,
@@ -217,7 +215,9 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
       ...(opts.adminToken ? { adminToken: opts.adminToken } : {}),
       ...(opts.failingStreak !== undefined ? { failingStreak: opts.failingStreak } : {}),
       ...(opts.recentRuns !== undefined ? { recentRuns: opts.recentRuns } : {}),
-    });
+      },
+      metrics,
+    );
     const described = target ? describeTarget(target) : 'the given client';
     logger.info({ redis: described, prefix }, 'coordinating through Redis at %s', described);
   } else {
@@ -225,7 +225,11 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
   }
   return {
     instanceId,
-    add: (job) => jobInfo(core.add(job)),
+    add: (job) => {
+      const view = core.add(job);
+      metrics.addJob(view.job.id, view.job.scope);
+      return jobInfo(view);
+    },
     async start() {
       if (coordinator && leaseConnection) {
         // Do not block long on an absent Redis: claims fail (as failed runs) until it is back.
@@ -239,6 +243,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
     async stop() {
       await core.stop();
       await status?.stop();
+      metrics.detach();
       detachLog();
       logger.info({ instanceId }, 'leasehold runner stopped');
     },
@@ -246,11 +251,16 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
     jobs: () => core.jobs().map(jobInfo),
     runNow: (id) => core.runNow(id),
     remove: (id) => core.remove(id),
-    routes: status ? status.routes : localRoutes,
-    metrics: status?.metrics,
+    routes: status ? status.routes : async (app) => app.register(localRoutes, { metrics: metricsSource(metrics.registry) }),
+    metrics: metrics.registry,
     status: async () => {
       if (!status) throw new LeaseholdError('INVALID_STATE', 'the job status is kept in Redis: configure redisUrl, redisClusterNodes, redisSentinels or redis');
       return status.read();
     },
   };
+}
+
+/** What `GET /metrics` serves, from a registry. */
+function metricsSource(registry: MetricsRegistry): MetricsSource {
+  return async () => ({ contentType: registry.contentType, text: await registry.metrics() });
 }

@@ -1,14 +1,28 @@
 /**
- * The routes of a runner without Redis: health only, and a clear answer where the status
- * would need Redis.
+ * The routes of a runner without Redis: health and this node's metrics, and a clear answer
+ * (503) where the status would need Redis.
  * @module
  */
 import type { FastifyPluginAsync } from 'fastify';
+import type { MetricsSource } from './plugin.js';
 
-/** `GET /health` answers; the status routes say that the status is kept in Redis. */
-export const localRoutes: FastifyPluginAsync = async (app) => {
-  const needRedis = { error: 'the job status is kept in Redis: configure REDIS_URL (or start with --private-redis)' };
-  app.get('/health', async () => ({ status: 'ok', redis: 'not configured' }));
+/** Options of {@link localRoutes}. */
+export interface LocalRoutesOptions {
+  /** What `GET /metrics` serves. */
+  readonly metrics: MetricsSource;
+}
+
+/** `GET /health` and `GET /metrics` answer; the status routes say that the status is kept in Redis. */
+export const localRoutes: FastifyPluginAsync<LocalRoutesOptions> = async (app, opts) => {
+  const needRedis = { statusCode: 503, error: 'Service Unavailable', message: 'the job status is kept in Redis: configure REDIS_URL (or start with --private-redis)' };
+  app.get('/health', async () => ({ status: 'ok', reasons: [], redis: 'not configured' }));
+  app.get('/health/live', async () => ({ status: 'ok', reasons: [] }));
+  app.get('/health/ready', async () => ({ status: 'ok', reasons: [], redis: 'not configured' }));
+  app.get('/metrics', async (_req, reply) => {
+    const { contentType, text } = await opts.metrics();
+    return reply.type(contentType).send(text);
+  });
   app.get('/manage/jobs', async (_req, reply) => reply.code(503).send(needRedis));
   app.get('/manage/jobs/*', async (_req, reply) => reply.code(503).send(needRedis));
+  app.post('/manage/jobs/*', async (_req, reply) => reply.code(503).send(needRedis));
 };
