@@ -8,7 +8,7 @@
  */
 import { hostname } from 'node:os';
 import type { FastifyPluginAsync } from 'fastify';
-import { LeaseholdError } from './errors.js';
+import { ErrorCodes, LeaseholdError } from './errors.js';
 import type { Clock } from './clock.js';
 import type { Logger } from './logger.js';
 import { parseDuration, type Duration } from './schedule/duration.js';
@@ -114,10 +114,10 @@ const INSTANCE_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 export function resolveRunnerOptions(opts: RunnerOptions): { instanceId: string; prefix: string; shutdownGraceMs: number; logger: Logger; target: RedisTarget | undefined } {
   const given = (['redisUrl', 'redisClusterNodes', 'redisSentinels', 'redis'] as const).filter((k) => opts[k] !== undefined);
   if (given.length > 1) {
-    throw new LeaseholdError('INVALID_CONFIG', `give only one of redisUrl, redisClusterNodes, redisSentinels and redis, not ${given.join(' and ')}`);
+    throw new LeaseholdError(ErrorCodes.invalidConfig, `give only one of redisUrl, redisClusterNodes, redisSentinels and redis, not ${given.join(' and ')}`);
   }
   if ((opts.redisSentinels === undefined) !== (opts.redisSentinelName === undefined)) {
-    throw new LeaseholdError('INVALID_CONFIG', 'redisSentinels and redisSentinelName go together');
+    throw new LeaseholdError(ErrorCodes.invalidConfig, 'redisSentinels and redisSentinelName go together');
   }
   let target: RedisTarget | undefined;
   if (opts.redisUrl !== undefined) target = { url: opts.redisUrl };
@@ -125,11 +125,11 @@ export function resolveRunnerOptions(opts: RunnerOptions): { instanceId: string;
   else if (opts.redisSentinels !== undefined) target = { sentinels: [...opts.redisSentinels], sentinelName: opts.redisSentinelName ?? '' };
   const instanceId = opts.instanceId ?? `${hostname()}-${process.pid}`;
   if (!INSTANCE_ID.test(instanceId)) {
-    throw new LeaseholdError('INVALID_CONFIG', `instanceId: ${JSON.stringify(instanceId)} must be 1 to 128 letters, digits or . _ : @ -`);
+    throw new LeaseholdError(ErrorCodes.invalidConfig, `instanceId: ${JSON.stringify(instanceId)} must be 1 to 128 letters, digits or . _ : @ -`);
   }
   const prefix = opts.prefix ?? 'leasehold';
   if (!/^[A-Za-z0-9._:-]{1,64}$/.test(prefix)) {
-    throw new LeaseholdError('INVALID_CONFIG', `prefix: ${JSON.stringify(prefix)} must be 1 to 64 letters, digits or . _ : -`);
+    throw new LeaseholdError(ErrorCodes.invalidConfig, `prefix: ${JSON.stringify(prefix)} must be 1 to 64 letters, digits or . _ : -`);
   }
   const shutdownGraceMs = opts.shutdownGrace === undefined ? 10_000 : parseDuration(opts.shutdownGrace, 'shutdownGrace', true);
   const logger = opts.logger ?? createLogger({ level: process.env['LOG_LEVEL'] ?? 'info' });
@@ -188,7 +188,7 @@ export function attachStatus(opts: AttachStatusOptions): AttachedStatus {
 
 /**
  * Creates a runner. Add jobs, then `await runner.start()`; `await runner.stop()` on shutdown.
- * @throws LeaseholdError `INVALID_CONFIG` for a bad option.
+ * @throws LeaseholdError `invalidConfig` for a bad option.
  */
 export function createRunner(opts: RunnerOptions = {}): Runner {
   const { instanceId, shutdownGraceMs, logger, prefix, target } = resolveRunnerOptions(opts);
@@ -243,7 +243,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
     /** The text exposition of every metric. */
     metrics: status?.metrics,
     status: async () => {
-      if (!status) throw new LeaseholdError('INVALID_STATE', 'the job status is kept in Redis: configure redisUrl, redisClusterNodes, redisSentinels or redis');
+      if (!status) throw new LeaseholdError(ErrorCodes.invalidState, 'the job status is kept in Redis: configure redisUrl, redisClusterNodes, redisSentinels or redis');
       return status.read();
     },
   };

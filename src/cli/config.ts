@@ -3,7 +3,7 @@
  * the parser and the README's reference are made.
  * @module
  */
-import { LeaseholdError } from '../errors.js';
+import { ErrorCodes, LeaseholdError } from '../errors.js';
 import { ADMIN_TOKEN_PATTERN } from '../http/auth.js';
 import { parseDuration } from '../schedule/duration.js';
 
@@ -63,7 +63,7 @@ export const CONFIG: readonly ConfigEntry[] = [
 
 /**
  * Reads the configuration from parsed flags and the environment (flags win).
- * @throws LeaseholdError `INVALID_CONFIG` naming the flag or variable at fault.
+ * @throws LeaseholdError `invalidConfig` naming the flag or variable at fault.
  */
 export function readConfig(flags: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv): NodeConfig {
   const get = (e: ConfigEntry): string | undefined => {
@@ -78,7 +78,7 @@ export function readConfig(flags: Record<string, string | boolean | undefined>, 
     const e = CONFIG.find((c) => c.key === key);
     const value = out[key] ?? '';
     const shown = JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value);
-    throw new LeaseholdError('INVALID_CONFIG', `${[e?.env, e?.flag].filter(Boolean).join('/')}: ${shown} ${why}`);
+    throw new LeaseholdError(ErrorCodes.invalidConfig, `${[e?.env, e?.flag].filter(Boolean).join('/')}: ${shown} ${why}`);
   };
   const portRaw = out['port'] ?? '3000';
   if (!/^\d{1,5}$/.test(portRaw) || Number(portRaw) > 65535) bad('port', 'is not a port (0 to 65535)');
@@ -86,7 +86,7 @@ export function readConfig(flags: Record<string, string | boolean | undefined>, 
   if (out['instanceId'] !== undefined && !INSTANCE_ID.test(out['instanceId'])) bad('instanceId', 'must be 1 to 128 letters, digits or . _ : @ -');
   if (out['adminToken'] !== undefined && !ADMIN_TOKEN_PATTERN.test(out['adminToken'])) {
     // Never shown: it is a secret.
-    throw new LeaseholdError('INVALID_CONFIG', 'LEASEHOLD_ADMIN_TOKEN: only printable ASCII without spaces fits in "Authorization: Bearer <token>" (the value is not shown)');
+    throw new LeaseholdError(ErrorCodes.invalidConfig, 'LEASEHOLD_ADMIN_TOKEN: only printable ASCII without spaces fits in "Authorization: Bearer <token>" (the value is not shown)');
   }
   if (out['shutdownGrace'] !== undefined) {
     try {
@@ -96,11 +96,11 @@ export function readConfig(flags: Record<string, string | boolean | undefined>, 
     }
   }
   if (out['redisSentinels'] && !out['redisSentinelName']) {
-    throw new LeaseholdError('INVALID_CONFIG', 'REDIS_SENTINELS is set but REDIS_SENTINEL_NAME is not');
+    throw new LeaseholdError(ErrorCodes.invalidConfig, 'REDIS_SENTINELS is set but REDIS_SENTINEL_NAME is not');
   }
   const redisSources = ['redisUrl', 'redisClusterNodes', 'redisSentinels'].filter((k) => out[k] !== undefined);
   if (redisSources.length > 1) {
-    throw new LeaseholdError('INVALID_CONFIG', 'give only one of REDIS_URL, REDIS_CLUSTER_NODES, REDIS_SENTINELS');
+    throw new LeaseholdError(ErrorCodes.invalidConfig, 'give only one of REDIS_URL, REDIS_CLUSTER_NODES, REDIS_SENTINELS');
   }
   return {
     jobs: out['jobs'],

@@ -6,7 +6,7 @@
  * @module
  */
 import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { isLeaseholdError } from '../errors.js';
+import { ErrorCodes, isLeaseholdError } from '../errors.js';
 import type { ManageApi } from '../status/api.js';
 import { bearerChecker } from './auth.js';
 
@@ -56,7 +56,7 @@ function onError(app: FastifyInstance) {
       void send(reply, status, err.message);
       return;
     }
-    if (isLeaseholdError(err, 'REDIS_ERROR')) {
+    if (isLeaseholdError(err, ErrorCodes.redisError)) {
       void send(reply, 503, 'Redis is unreachable; try again');
       return;
     }

@@ -3,7 +3,7 @@
  * @module
  */
 import { pino, type Logger, type DestinationStream } from 'pino';
-import { LeaseholdError } from '../errors.js';
+import { ErrorCodes, LeaseholdError } from '../errors.js';
 
 /** Log levels accepted by `LOG_LEVEL`. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -26,12 +26,12 @@ export const REDACT_PATHS = [
 
 /**
  * Creates the node's logger (JSON lines on stdout, or on `destination`).
- * @throws LeaseholdError `INVALID_CONFIG` for an unknown level.
+ * @throws LeaseholdError `invalidConfig` for an unknown level.
  */
 export function createLogger(opts: { level?: string; destination?: DestinationStream; base?: Record<string, unknown> } = {}): Logger {
   const level = (opts.level ?? 'info').toLowerCase();
   if (!(LOG_LEVELS as readonly string[]).includes(level)) {
-    throw new LeaseholdError('INVALID_CONFIG', `LOG_LEVEL: ${JSON.stringify(opts.level)} is not one of ${LOG_LEVELS.join(', ')}`);
+    throw new LeaseholdError(ErrorCodes.invalidConfig, `LOG_LEVEL: ${JSON.stringify(opts.level)} is not one of ${LOG_LEVELS.join(', ')}`);
   }
   const options = {
     level,

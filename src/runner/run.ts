@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Timers, TimerHandle } from '../clock.js';
 import type { Logger } from '../logger.js';
-import { LeaseholdError, type AbortReasonCode, errorMessage } from '../errors.js';
+import { ErrorCodes, LeaseholdError, type AbortReasonCode, errorMessage } from '../errors.js';
 import type { NormalizedJob, JobContext } from '../schedule/job.js';
 import { formatDuration } from '../schedule/duration.js';
 import type { HeldLease, LeaseLoss, LeaseWatchHandle } from '../lease/port.js';
@@ -115,7 +115,7 @@ class Run implements ActiveRun {
   }
 
   timedOut(): void {
-    this.abort('timeout', `job "${this.p.job.id}" timed out after ${formatDuration(this.p.timeoutMs)}`);
+    this.abort(ErrorCodes.timeout, `job "${this.p.job.id}" timed out after ${formatDuration(this.p.timeoutMs)}`);
   }
 
   /** The handler's signal, made on first use. */
@@ -142,7 +142,7 @@ class Run implements ActiveRun {
         message: `job "${p.job.id}" blocked the event loop past its lease (${formatDuration(p.leaseMs)}): ${loss.message}. The run is recorded lockLost because another node may have taken the lease; move blocking or CPU-heavy work off the event loop (a worker thread) or give the job a longer lease`,
       });
     }
-    this.abort('lockLost', `job "${p.job.id}" lost its lease: ${loss.message}`);
+    this.abort(ErrorCodes.lockLost, `job "${p.job.id}" lost its lease: ${loss.message}`);
   }
 
   /** A handler that blocked the loop may end before any timer ran: check the lease deadline first. */

@@ -3,7 +3,7 @@
  * @module
  */
 import type { Logger } from '../logger.js';
-import { LeaseholdError, errorMessage } from '../errors.js';
+import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
 import { validateZone } from '../cron/index.js';
 import { parseCron } from '../cron/index.js';
 import { describe, parseDuration, type Duration } from './duration.js';
@@ -108,7 +108,7 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
  */
 export function fromEnv(env: string, defaultValue: string | number): EnvSetting {
   if (typeof env !== 'string' || !ENV_NAME.test(env)) {
-    throw new LeaseholdError('INVALID_JOB', `fromEnv: ${describe(env)} is not an environment variable name`);
+    throw new LeaseholdError(ErrorCodes.invalidJob, `fromEnv: ${describe(env)} is not an environment variable name`);
   }
   return Object.freeze({ env, default: defaultValue });
 }
@@ -116,7 +116,7 @@ export function fromEnv(env: string, defaultValue: string | number): EnvSetting 
 /**
  * Checks a job definition and returns it unchanged, typed. A plain object of the same
  * shape is a valid job too; the runner runs the same checks when it is added.
- * @throws LeaseholdError `INVALID_JOB` (or a more precise code) naming the job and the field.
+ * @throws LeaseholdError `invalidJob` (or a more precise code) naming the job and the field.
  */
 export function defineJob<T extends JobDefinition>(job: T): T {
   normalizeJob(job);
@@ -136,7 +136,7 @@ export function readSetting<T>(value: T | EnvSetting, env: NodeJS.ProcessEnv = p
 }
 
 function fail(jobName: string, field: string, message: string, cause?: unknown): never {
-  const code = cause instanceof LeaseholdError && cause.code !== 'INVALID_JOB' ? cause.code : 'INVALID_JOB';
+  const code = cause instanceof LeaseholdError && cause.code !== ErrorCodes.invalidJob ? cause.code : ErrorCodes.invalidJob;
   throw new LeaseholdError(code, `job ${jobName}: field "${field}": ${message}`, { cause });
 }
 
@@ -173,13 +173,13 @@ export function normalizeJob(input: unknown): NormalizedJob {
     } catch {
       why = 'an unprintable value';
     }
-    throw new LeaseholdError('INVALID_JOB', `job ${at.job}: field "${at.field}": reading it threw: ${why}`, { cause: err });
+    throw new LeaseholdError(ErrorCodes.invalidJob, `job ${at.job}: field "${at.field}": reading it threw: ${why}`, { cause: err });
   }
 }
 
 function normalizeFields(input: unknown, at: { job: string; field: string }): NormalizedJob {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw new LeaseholdError('INVALID_JOB', `a job must be an object, got ${describe(input)}`);
+    throw new LeaseholdError(ErrorCodes.invalidJob, `a job must be an object, got ${describe(input)}`);
   }
   // Each field is read once, so a getter cannot answer one check and then another.
   const source = input as Record<string, unknown>;
@@ -193,7 +193,7 @@ function normalizeFields(input: unknown, at: { job: string; field: string }): No
   const rawId = job['id'];
   if (typeof rawId !== 'string' || !ID_PATTERN.test(rawId)) {
     throw new LeaseholdError(
-      'INVALID_JOB',
+      ErrorCodes.invalidJob,
       `job ${describe(rawId)}: field "id": must be 1 to 128 letters, digits, ".", "_", "-" or ":"`,
     );
   }
@@ -272,11 +272,11 @@ function normalizeFields(input: unknown, at: { job: string; field: string }): No
  * @returns the normalized jobs, or throws the first error.
  */
 export function normalizeJobs(jobs: unknown): NormalizedJob[] {
-  if (!Array.isArray(jobs)) throw new LeaseholdError('INVALID_MODULE', `expected an array of jobs, got ${describe(jobs)}`);
+  if (!Array.isArray(jobs)) throw new LeaseholdError(ErrorCodes.invalidModule, `expected an array of jobs, got ${describe(jobs)}`);
   const seen = new Set<string>();
   return jobs.map((j) => {
     const job = normalizeJob(j);
-    if (seen.has(job.id)) throw new LeaseholdError('DUPLICATE_JOB', `job ${JSON.stringify(job.id)}: field "id": another job has the same id`);
+    if (seen.has(job.id)) throw new LeaseholdError(ErrorCodes.duplicateJob, `job ${JSON.stringify(job.id)}: field "id": another job has the same id`);
     seen.add(job.id);
     return job;
   });

@@ -3,7 +3,7 @@
  * applied) as a function from one moment to its next tick.
  * @module
  */
-import { LeaseholdError } from '../errors.js';
+import { ErrorCodes, LeaseholdError } from '../errors.js';
 import { parseCron, validateZone } from '../cron/index.js';
 import { parseDuration, formatDuration } from './duration.js';
 import { readSetting, type NormalizedJob } from './job.js';
@@ -130,7 +130,7 @@ export function resolveSchedule(
 ): EffectiveSchedule {
   const set = (['cron', 'fixedRate', 'fixedDelay'] as const).filter((k) => overrides[k] !== undefined && overrides[k] !== '');
   if (set.length > 1) {
-    throw new LeaseholdError('INVALID_JOB', `settings give two schedules (${set.map((k) => `${job.id}.${k}`).join(' and ')}); keep one`);
+    throw new LeaseholdError(ErrorCodes.invalidJob, `settings give two schedules (${set.map((k) => `${job.id}.${k}`).join(' and ')}); keep one`);
   }
   const kind = set[0] ?? job.schedule.kind;
   let trigger: Trigger;

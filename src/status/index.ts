@@ -80,7 +80,7 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
   const { core, logger } = opts;
   const failingStreak = opts.failingStreak ?? DEFAULT_FAILING_STREAK;
   if (!Number.isSafeInteger(failingStreak) || failingStreak < 1) {
-    throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, `failingStreak must be an integer >= 1, got ${String(opts.failingStreak)}`);
+    throw new LeaseholdError(ErrorCodes.invalidConfig, `failingStreak must be an integer >= 1, got ${String(opts.failingStreak)}`);
   }
   const keys = keyNames(opts.prefix);
   const { url, target: where, client } = opts.redis;

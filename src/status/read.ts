@@ -49,7 +49,7 @@ async function exec(redis: RedisClient, reads: Reads): Promise<unknown[]> {
     if (!err) return value;
     // A key of the wrong type (an operator's mistake) reads as empty; anything else is Redis failing.
     if (err.name === 'ReplyError' && /^WRONGTYPE/.test(err.message)) return null;
-    throw new LeaseholdError(ErrorCodes.REDIS_ERROR, `reading the status from Redis failed: ${err.message}`, { cause: err });
+    throw new LeaseholdError(ErrorCodes.redisError, `reading the status from Redis failed: ${err.message}`, { cause: err });
   });
 }
 
