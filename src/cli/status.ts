@@ -5,11 +5,13 @@
  */
 import { parseArgs } from 'node:util';
 import { createRedis, describeTarget, splitList, whenReady, type RedisClient, type RedisTarget } from '../redis/connection.js';
-import { keys as keyNames, type Keys } from '../redis/keys.js';
+import { DEFAULT_PREFIX, keys as keyNames } from '../redis/keys.js';
 import { readCluster } from '../status/read.js';
 import type { ClusterStatus, JobStatus } from '../status/model.js';
 import type { CommandResult } from './main.js';
-import { errorMessage } from '../errors.js';
+import { ErrorCodes, errorMessage, isLeaseholdError } from '../errors.js';
+import { checkPrefix, checkRedisSource } from '../config.js';
+import { REDIS_SETTINGS, settingName } from './config.js';
 
 const USAGE =
   'usage: leasehold status [--json] [--redis-url URL | --redis-cluster-nodes H:P,... | --redis-sentinels H:P,... --redis-sentinel-name N] [--prefix P]\n' +
@@ -95,23 +97,26 @@ export async function runStatus(args: string[], env: NodeJS.ProcessEnv = process
   const clusterNodes = values['redis-cluster-nodes'] ?? (env['REDIS_CLUSTER_NODES']?.trim() || undefined);
   const sentinels = values['redis-sentinels'] ?? (env['REDIS_SENTINELS']?.trim() || undefined);
   const sentinelName = values['redis-sentinel-name'] ?? (env['REDIS_SENTINEL_NAME']?.trim() || undefined);
-  const sources = [url, clusterNodes, sentinels].filter((x) => x !== undefined).length;
-  if (sources === 0) return { code: 2, stdout: '', stderr: `leasehold status: REDIS_URL (or --redis-url), REDIS_CLUSTER_NODES or REDIS_SENTINELS is required\n${USAGE}` };
-  if (sources > 1) return { code: 2, stdout: '', stderr: `leasehold status: give only one of REDIS_URL, REDIS_CLUSTER_NODES, REDIS_SENTINELS\n${USAGE}` };
-  if (sentinels && !sentinelName) return { code: 2, stdout: '', stderr: `leasehold status: REDIS_SENTINELS needs REDIS_SENTINEL_NAME\n${USAGE}` };
+  let prefix: string;
+  try {
+    const source = checkRedisSource({ url, clusterNodes, sentinels, sentinelName }, REDIS_SETTINGS, 'ignored');
+    if (source === undefined) return { code: 2, stdout: '', stderr: `leasehold status: REDIS_URL (or --redis-url), REDIS_CLUSTER_NODES or REDIS_SENTINELS is required\n${USAGE}` };
+    prefix = checkPrefix(values.prefix ?? (env['LEASEHOLD_PREFIX']?.trim() || DEFAULT_PREFIX), settingName('prefix'));
+  } catch (err) {
+    if (!isLeaseholdError(err, ErrorCodes.invalidConfig)) throw err;
+    return { code: 2, stdout: '', stderr: `leasehold status: ${err.message}\n${USAGE}` };
+  }
   const target: RedisTarget = url
     ? { url }
     : clusterNodes
       ? { clusterNodes: splitList(clusterNodes) }
       : { sentinels: splitList(sentinels ?? ''), sentinelName: sentinelName ?? '' };
-  const prefix = values.prefix ?? (env['LEASEHOLD_PREFIX']?.trim() || 'leasehold');
-  let keys: Keys;
+  const keys = keyNames(prefix);
   let redis: RedisClient;
   try {
-    keys = keyNames(prefix);
     redis = createRedis({ target, role: 'stats' });
   } catch (err) {
-    // Both messages name the bad input (a URL with its password hidden).
+    // The message names the bad input (a URL with its password hidden).
     return { code: 2, stdout: '', stderr: `leasehold status: ${(err as Error).message}\n` };
   }
   let lastError: string | undefined;
