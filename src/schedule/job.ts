@@ -99,7 +99,8 @@ export const DEFAULT_LEASE_MS = 30_000;
 const KEYS = new Set([
   'id', 'scope', 'cron', 'zone', 'fixedRate', 'fixedDelay', 'initialDelay', 'timeout', 'lease', 'misfireGrace', 'description', 'run',
 ]);
-const ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+/** A job id: 1 to 128 letters, digits, `.`, `_`, `-` or `:` (the HTTP routes and the status reader use it too). */
+export const JOB_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /**
@@ -191,7 +192,7 @@ function normalizeFields(input: unknown, at: { job: string; field: string }): No
   }
   at.field = 'id';
   const rawId = job['id'];
-  if (typeof rawId !== 'string' || !ID_PATTERN.test(rawId)) {
+  if (typeof rawId !== 'string' || !JOB_ID_PATTERN.test(rawId)) {
     throw new LeaseholdError(
       ErrorCodes.invalidJob,
       `job ${describe(rawId)}: field "id": must be 1 to 128 letters, digits, ".", "_", "-" or ":"`,
