@@ -269,33 +269,49 @@ function normalizeFields(input: unknown, at: { job: string; field: string }): No
 }
 
 /**
+ * Checks a list of jobs as a runner would: each definition, and that ids are unique. Hands
+ * each error to `onError` (which may throw to stop at the first) and returns the jobs that passed.
+ */
+function checkEach(jobs: unknown, onError: (err: LeaseholdError) => void): NormalizedJob[] {
+  if (!Array.isArray(jobs)) {
+    onError(new LeaseholdError(ErrorCodes.invalidModule, `expected an array of jobs, got ${describe(jobs)}`));
+    return [];
+  }
+  const seen = new Set<string>();
+  const passed: NormalizedJob[] = [];
+  for (const definition of jobs) {
+    let job: NormalizedJob;
+    try {
+      job = normalizeJob(definition);
+    } catch (err) {
+      // normalizeJob throws only LeaseholdErrors; anything else is a bug to surface.
+      if (!(err instanceof LeaseholdError)) throw err;
+      onError(err);
+      continue;
+    }
+    if (seen.has(job.id)) {
+      onError(new LeaseholdError(ErrorCodes.duplicateJob, `job ${JSON.stringify(job.id)}: field "id": another job has the same id`));
+      continue;
+    }
+    seen.add(job.id);
+    passed.push(job);
+  }
+  return passed;
+}
+
+/**
  * Checks a list of jobs as a runner would: each definition, and that ids are unique.
  * @returns the normalized jobs, or throws the first error.
  */
 export function normalizeJobs(jobs: unknown): NormalizedJob[] {
-  if (!Array.isArray(jobs)) throw new LeaseholdError(ErrorCodes.invalidModule, `expected an array of jobs, got ${describe(jobs)}`);
-  const seen = new Set<string>();
-  return jobs.map((j) => {
-    const job = normalizeJob(j);
-    if (seen.has(job.id)) throw new LeaseholdError(ErrorCodes.duplicateJob, `job ${JSON.stringify(job.id)}: field "id": another job has the same id`);
-    seen.add(job.id);
-    return job;
+  return checkEach(jobs, (err) => {
+    throw err;
   });
 }
 
 /** Every check error of a list of jobs, so a CI run reports all at once. */
 export function checkJobs(jobs: unknown): string[] {
-  if (!Array.isArray(jobs)) return [`expected an array of jobs, got ${describe(jobs)}`];
   const errors: string[] = [];
-  const seen = new Set<string>();
-  jobs.forEach((j, i) => {
-    try {
-      const job = normalizeJob(j);
-      if (seen.has(job.id)) errors.push(`job ${JSON.stringify(job.id)}: field "id": another job has the same id`);
-      seen.add(job.id);
-    } catch (err) {
-      errors.push(err instanceof Error ? err.message : `job #${i}: ${String(err)}`);
-    }
-  });
+  checkEach(jobs, (err) => errors.push(err.message));
   return errors;
 }
