@@ -8,10 +8,10 @@
 import { ErrorCodes, LeaseholdError } from './errors.js';
 
 /** A key prefix: 1 to 64 letters, digits or `. _ : -` (no brace, so the keys' hash tags hold). */
-export const PREFIX_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
+const PREFIX_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
 
 /** An instance id: 1 to 128 letters, digits or `. _ : @ -`. */
-export const INSTANCE_ID_PATTERN = /^[A-Za-z0-9._:@-]{1,128}$/;
+const INSTANCE_ID_PATTERN = /^[A-Za-z0-9._:@-]{1,128}$/;
 
 /** A value in an error message: quoted, and cut at 80 characters. */
 function shown(value: unknown): string {

@@ -18,7 +18,7 @@ export interface PrivateRedis {
 }
 
 /** The one line shown when `redis-server` is not installed. */
-export const NO_REDIS_HINT =
+const NO_REDIS_HINT =
   'redis-server is not on the PATH: install it (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis), set REDIS_URL to an existing Redis, or run the whole cluster with docker compose up';
 
 function freePort(): Promise<number> {

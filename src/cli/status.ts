@@ -18,7 +18,7 @@ const USAGE =
   '       (or REDIS_URL, REDIS_CLUSTER_NODES, REDIS_SENTINELS with REDIS_SENTINEL_NAME, LEASEHOLD_PREFIX)\n';
 
 /** How long `status` waits for Redis, in ms. */
-export const STATUS_CONNECT_TIMEOUT_MS = 3_000;
+const STATUS_CONNECT_TIMEOUT_MS = 3_000;
 
 function short(isoTime: string | null): string {
   return isoTime ? isoTime.replace(/\.\d{3}Z$/, 'Z') : '-';

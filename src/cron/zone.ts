@@ -182,7 +182,7 @@ function floorSecond(ms: number): number {
 }
 
 /** Offset of the zone at instant `ms`, in ms east of UTC. */
-export function offsetAt(zone: ResolvedZone, ms: number): number {
+function offsetAt(zone: ResolvedZone, ms: number): number {
   if (zone.offsetMinutes !== null) return zone.offsetMinutes * MS_PER_MINUTE;
   const w = wallClockReader(zone)(ms, { year: 0, month: 0, day: 0, hour: 0, minute: 0, second: 0 });
   return utcMs(w.year, w.month, w.day, w.hour, w.minute, w.second) - floorSecond(ms);

@@ -6,10 +6,10 @@ import { pino, type Logger, type DestinationStream } from 'pino';
 import { ErrorCodes, LeaseholdError } from '../errors.js';
 
 /** Log levels accepted by `LOG_LEVEL`. */
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /** Paths pino replaces with `[redacted]` wherever they appear in a log object. */
-export const REDACT_PATHS = [
+const REDACT_PATHS = [
   'password',
   '*.password',
   'token',

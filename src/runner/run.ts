@@ -12,7 +12,7 @@ import type { HeldLease, LeaseLoss, LeaseWatchHandle } from '../lease/port.js';
 import type { Emitter, RunOutcome, RunStartedEvent } from './events.js';
 
 /** How long after an abort a handler that ignores its signal is reported with the abort's outcome. */
-export const REPORT_AFTER_ABORT_MS = 1_000;
+const REPORT_AFTER_ABORT_MS = 1_000;
 
 /** A run in progress. */
 export interface ActiveRun {

@@ -94,7 +94,7 @@ export interface NormalizedJob {
 }
 
 /** The default lease time of an installation job. */
-export const DEFAULT_LEASE_MS = 30_000;
+const DEFAULT_LEASE_MS = 30_000;
 
 const KEYS = new Set([
   'id', 'scope', 'cron', 'zone', 'fixedRate', 'fixedDelay', 'initialDelay', 'timeout', 'lease', 'misfireGrace', 'description', 'run',

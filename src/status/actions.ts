@@ -17,7 +17,7 @@ import type { RedisSettings } from './settings.js';
 import { SnapshotCache } from './snapshot.js';
 
 /** How long `GET /health` waits for Redis to answer PING, in ms. */
-export const HEALTH_PING_TIMEOUT_MS = 1_000;
+const HEALTH_PING_TIMEOUT_MS = 1_000;
 
 /** What {@link createManageApi} needs. */
 export interface ManageApiDeps {

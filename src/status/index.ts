@@ -25,11 +25,11 @@ import { RedisSettings } from './settings.js';
 import { StatsWriter } from './writer.js';
 
 /** Command timeout of the status layer's Redis connection, in ms. */
-export const STATUS_COMMAND_TIMEOUT_MS = 2_000;
+const STATUS_COMMAND_TIMEOUT_MS = 2_000;
 /** How long `start()` waits for Redis before going on without it, in ms. */
-export const START_WAIT_MS = 1_000;
+const START_WAIT_MS = 1_000;
 /** How long `stop()` keeps trying to write what is left, in ms. */
-export const STOP_FLUSH_MS = 3_000;
+const STOP_FLUSH_MS = 3_000;
 
 /** Options of {@link createStatusLayer}. */
 export interface StatusLayerOptions {

@@ -178,8 +178,3 @@ export async function readJob(redis: RedisClient, keys: Keys, jobId: string, opt
   const recentRuns = strings(r[4]).flatMap((t) => parseRun(t) ?? []);
   return { ...status, recentRuns };
 }
-
-/** Whether a job id is in the job set. */
-export async function isRegistered(redis: RedisClient, keys: Keys, jobId: string): Promise<boolean> {
-  return (await redis.sismember(keys.jobs, jobId)) === 1;
-}
