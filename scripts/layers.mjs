@@ -2,7 +2,7 @@
 // rules are made (eslint.config.js) and against which docs/architecture.md's diagram is
 // checked (test/architecture.test.ts). A module is a folder of src/ or a file at its top.
 
-/** Leaf modules: anything may import them; they import no other part of leasehold. */
+/** Leaf modules: anything may import them; they import no other part of leasehold but errors.ts. */
 export const LEAVES = ['errors', 'clock', 'logger', 'config'];
 
 /**

@@ -8,7 +8,8 @@
  */
 import { hostname } from 'node:os';
 import type { FastifyPluginAsync } from 'fastify';
-import { LeaseholdError } from './errors.js';
+import { ErrorCodes, LeaseholdError } from './errors.js';
+import { checkInstanceId, checkPrefix, checkRedisSource } from './config.js';
 import type { Clock } from './clock.js';
 import type { Logger } from './logger.js';
 import { parseDuration, type Duration } from './schedule/duration.js';
@@ -16,7 +17,7 @@ import type { JobDefinition } from './schedule/job.js';
 import { RunnerCore, jobInfo, type JobInfo } from './runner/runner.js';
 import type { Listener, RunnerEvents } from './runner/events.js';
 import { createRedis, describeTarget, whenReady, type RedisClient, type RedisTarget } from './redis/connection.js';
-import { keys as keyNames } from './redis/keys.js';
+import { DEFAULT_PREFIX, keys as keyNames } from './redis/keys.js';
 import { redisCoordinator, type RedisCoordinator } from './lease/redis-coordinator.js';
 import { createStatusLayer, type StatusLayer, type StatusLayerOptions } from './status/index.js';
 import type { ClusterStatus } from './status/model.js';
@@ -115,29 +116,21 @@ export interface Runner {
   status(): Promise<ClusterStatus>;
 }
 
-const INSTANCE_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
+/** The runner's option names, as its configuration errors show them. */
+const REDIS_OPTIONS = { url: 'redisUrl', clusterNodes: 'redisClusterNodes', sentinels: 'redisSentinels', sentinelName: 'redisSentinelName', client: 'redis' } as const;
 
 /** Resolves a runner's options into checked values. */
 export function resolveRunnerOptions(opts: RunnerOptions): { instanceId: string; prefix: string; shutdownGraceMs: number; logger: Logger; target: RedisTarget | undefined } {
-  const given = (['redisUrl', 'redisClusterNodes', 'redisSentinels', 'redis'] as const).filter((k) => opts[k] !== undefined);
-  if (given.length > 1) {
-    throw new LeaseholdError('INVALID_CONFIG', `give only one of redisUrl, redisClusterNodes, redisSentinels and redis, not ${given.join(' and ')}`);
-  }
-  if ((opts.redisSentinels === undefined) !== (opts.redisSentinelName === undefined)) {
-    throw new LeaseholdError('INVALID_CONFIG', 'redisSentinels and redisSentinelName go together');
-  }
+  checkRedisSource(
+    { url: opts.redisUrl, clusterNodes: opts.redisClusterNodes, sentinels: opts.redisSentinels, sentinelName: opts.redisSentinelName, client: opts.redis },
+    REDIS_OPTIONS,
+  );
   let target: RedisTarget | undefined;
   if (opts.redisUrl !== undefined) target = { url: opts.redisUrl };
   else if (opts.redisClusterNodes !== undefined) target = { clusterNodes: [...opts.redisClusterNodes] };
   else if (opts.redisSentinels !== undefined) target = { sentinels: [...opts.redisSentinels], sentinelName: opts.redisSentinelName ?? '' };
-  const instanceId = opts.instanceId ?? `${hostname()}-${process.pid}`;
-  if (!INSTANCE_ID.test(instanceId)) {
-    throw new LeaseholdError('INVALID_CONFIG', `instanceId: ${JSON.stringify(instanceId)} must be 1 to 128 letters, digits or . _ : @ -`);
-  }
-  const prefix = opts.prefix ?? 'leasehold';
-  if (!/^[A-Za-z0-9._:-]{1,64}$/.test(prefix)) {
-    throw new LeaseholdError('INVALID_CONFIG', `prefix: ${JSON.stringify(prefix)} must be 1 to 64 letters, digits or . _ : -`);
-  }
+  const instanceId = checkInstanceId(opts.instanceId ?? `${hostname()}-${process.pid}`, 'instanceId');
+  const prefix = checkPrefix(opts.prefix ?? DEFAULT_PREFIX, 'prefix');
   const shutdownGraceMs = opts.shutdownGrace === undefined ? 10_000 : parseDuration(opts.shutdownGrace, 'shutdownGrace', true);
   const logger = opts.logger ?? createLogger({ level: process.env['LOG_LEVEL'] ?? 'info' });
   return { instanceId, prefix, shutdownGraceMs, logger, target };
@@ -189,7 +182,7 @@ export function attachStatus(opts: AttachStatusOptions, runnerMetrics?: RunnerMe
 
 /**
  * Creates a runner. Add jobs, then `await runner.start()`; `await runner.stop()` on shutdown.
- * @throws LeaseholdError `INVALID_CONFIG` for a bad option.
+ * @throws LeaseholdError `invalidConfig` for a bad option.
  */
 export function createRunner(opts: RunnerOptions = {}): Runner {
   const { instanceId, shutdownGraceMs, logger, prefix, target } = resolveRunnerOptions(opts);
@@ -254,7 +247,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
     routes: status ? status.routes : async (app) => app.register(localRoutes, { metrics: metricsSource(metrics.registry) }),
     metrics: metrics.registry,
     status: async () => {
-      if (!status) throw new LeaseholdError('INVALID_STATE', 'the job status is kept in Redis: configure redisUrl, redisClusterNodes, redisSentinels or redis');
+      if (!status) throw new LeaseholdError(ErrorCodes.invalidState, 'the job status is kept in Redis: configure redisUrl, redisClusterNodes, redisSentinels or redis');
       return status.read();
     },
   };

@@ -28,7 +28,7 @@
  */
 
 // Errors
-export { LeaseholdError, ErrorCodes, isLeaseholdError, type ErrorCode, type AbortReasonCode } from './errors.js';
+export { LeaseholdError, ErrorCodes, AbortReasonCodes, isLeaseholdError, type ErrorCode, type AbortReasonCode } from './errors.js';
 
 // Defining jobs
 export { defineJob, fromEnv, JobScopes, type JobDefinition, type JobContext, type JobHandler, type JobScope, type EnvSetting } from './schedule/job.js';

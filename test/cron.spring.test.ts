@@ -199,10 +199,10 @@ describe('Spring rejects these (isValidExpression, CronFieldTests, BitsCronField
   ];
   for (const [expr, field] of rejected) {
     test(`${JSON.stringify(expr)} is rejected, naming ${field}`, () => {
-      assert.throws(() => parseCron(expr), (err: unknown) => isLeaseholdError(err, 'INVALID_CRON') && err.message.includes(field));
+      assert.throws(() => parseCron(expr), (err: unknown) => isLeaseholdError(err, 'invalidCron') && err.message.includes(field));
     });
   }
   test('isValidExpression: the empty string is rejected', () => {
-    assert.throws(() => parseCron(''), (err: unknown) => isLeaseholdError(err, 'INVALID_CRON'));
+    assert.throws(() => parseCron(''), (err: unknown) => isLeaseholdError(err, 'invalidCron'));
   });
 });

@@ -1,7 +1,7 @@
 /**
  * Environment variables and flags as untrusted input (SPEC 7 and 9):
  * - `readConfig` over random environments and flags returns a configuration the node can
- *   use, or throws one `INVALID_CONFIG` line that names the variable or flag at fault and
+ *   use, or throws one `invalidConfig` line that names the variable or flag at fault and
  *   never repeats the admin token;
  * - `leasehold next` over random argument lists exits 0 with ISO lines, or 2 with one line;
  * - the CLI as real processes (`start`, `next`, `check`, `status`, an unknown command) with
@@ -44,7 +44,7 @@ describe('readConfig: a usable configuration, or one line naming the variable or
       try {
         config = readConfig(f, environment);
       } catch (err) {
-        assert.ok(isLeaseholdError(err, 'INVALID_CONFIG'), `threw ${String(err)}`);
+        assert.ok(isLeaseholdError(err, 'invalidConfig'), `threw ${String(err)}`);
         assert.ok(!err.message.includes('\n'), `more than one line: ${err.message}`);
         assert.ok(!err.message.includes(TOKEN), 'the admin token is in the message');
         assert.ok(VARS.some((v) => err.message.includes(v)) || FLAGS.some((fl) => err.message.includes(`--${fl}`)), `names no variable or flag: ${err.message}`);
@@ -76,7 +76,7 @@ describe('readConfig: a usable configuration, or one line naming the variable or
       [{ REDIS_URL: 'redis://x', REDIS_CLUSTER_NODES: 'a:1' }, /only one of REDIS_URL, REDIS_CLUSTER_NODES/],
     ];
     for (const [env, message] of cases) {
-      assert.throws(() => readConfig({}, env), (e: unknown) => isLeaseholdError(e, 'INVALID_CONFIG') && message.test(e.message), JSON.stringify(env));
+      assert.throws(() => readConfig({}, env), (e: unknown) => isLeaseholdError(e, 'invalidConfig') && message.test(e.message), JSON.stringify(env));
     }
     assert.equal(readConfig({ 'shutdown-grace': '2s' }, { LEASEHOLD_SHUTDOWN_GRACE: 'forever' }).shutdownGrace, '2s');
   });

@@ -6,7 +6,7 @@
  * - a definition that is accepted has a schedule that works: whole milliseconds, and a
  *   trigger whose next tick is a finite time after the last;
  * - a cron read from the environment has its default checked like a literal cron;
- * - `parseDuration` throws only `INVALID_DURATION` naming what was parsed, and what it
+ * - `parseDuration` throws only `invalidDuration` naming what was parsed, and what it
  *   accepts is a whole number of ms between 0 (or 1) and 2^31-1.
  * Seeded, so a failure is reproducible; set FUZZ_SEED to explore other cases.
  */
@@ -154,7 +154,7 @@ describe('job definitions: only LeaseholdErrors that name the job and the field'
     for (const kind of ['fixedRate', 'fixedDelay'] as const) {
       for (const value of [0.4, '0.2ms', '0.0001s', Number.MIN_VALUE]) {
         assert.throws(() => normalizeJob({ id: 'tiny', [kind]: value, run }), (e: unknown) =>
-          isLeaseholdError(e, 'INVALID_DURATION') && e.message.startsWith(`job "tiny": field "${kind}": `) && /more than zero/.test(e.message));
+          isLeaseholdError(e, 'invalidDuration') && e.message.startsWith(`job "tiny": field "${kind}": `) && /more than zero/.test(e.message));
       }
     }
     assert.throws(() => normalizeJob({ id: 'tiny', fixedRate: fromEnv('TINY_RATE', '0.3ms'), run }), /job "tiny": field "fixedRate": .*more than zero/);
@@ -168,7 +168,7 @@ describe('job definitions: only LeaseholdErrors that name the job and the field'
   test('a cron read from the environment has its default checked like a literal cron', () => {
     const badDefault = { id: 'env-cron', cron: fromEnv('LEASEHOLD_FUZZ_UNSET_CRON', '0 0 25 * * *'), run };
     assert.throws(() => normalizeJob(badDefault), (e: unknown) =>
-      isLeaseholdError(e, 'INVALID_CRON') && /^job "env-cron": field "cron": .*hour/.test(e.message));
+      isLeaseholdError(e, 'invalidCron') && /^job "env-cron": field "cron": .*hour/.test(e.message));
     // A literal and a default are judged alike, whatever the string.
     fc.assert(fc.property(cronLike, fc.option(zoneLike, { nil: undefined }), (expr, zone) => {
       const outcome = (cron: unknown): string => {
@@ -189,7 +189,7 @@ describe('job definitions: only LeaseholdErrors that name the job and the field'
       const def: Record<string, unknown> = { id: 'getter', fixedRate: '1s', run };
       Object.defineProperty(def, field, { enumerable: true, get: () => { throw thrown; } });
       assert.throws(() => normalizeJob(def), (e: unknown) => {
-        assert.ok(isLeaseholdError(e, 'INVALID_JOB'), String(e));
+        assert.ok(isLeaseholdError(e, 'invalidJob'), String(e));
         assert.match(e.message, new RegExp(`^job (${field === 'id' ? '\\?' : '"getter"'}): field "${field}": reading it threw: `));
         return true;
       });
@@ -211,7 +211,7 @@ describe('job definitions: only LeaseholdErrors that name the job and the field'
         runner.add(def as unknown as JobDefinition);
         added++;
       } catch (err) {
-        if (isLeaseholdError(err, 'DUPLICATE_JOB')) {
+        if (isLeaseholdError(err, 'duplicateJob')) {
           assert.match(err.message, /^job ".+": field "id": another job has the same id$/);
           return;
         }
@@ -225,13 +225,13 @@ describe('job definitions: only LeaseholdErrors that name the job and the field'
   });
 });
 
-describe('durations: only INVALID_DURATION, and whole milliseconds a timer can wait', () => {
+describe('durations: only invalidDuration, and whole milliseconds a timer can wait', () => {
   const property = (value: unknown, allowZero: boolean): void => {
     let ms: number;
     try {
       ms = parseDuration(value, 'job "d": field "timeout"', allowZero);
     } catch (err) {
-      assert.ok(isLeaseholdError(err, 'INVALID_DURATION'), String(err));
+      assert.ok(isLeaseholdError(err, 'invalidDuration'), String(err));
       assert.ok(err.message.startsWith('job "d": field "timeout": '), err.message);
       assert.ok(err.message.length < 300, 'the message quotes a short form of the value');
       return;

@@ -17,7 +17,7 @@ test('durations: milliseconds or 500ms / 10s / 5m / 1h', () => {
   assert.equal(parseDuration('1.5s', 'x'), 1_500);
   assert.equal(parseDuration('0', 'x', true), 0);
   for (const bad of ['-1s', '10 parsecs', '', 's', 'NaN', -5, Infinity, null, {}, '30d']) {
-    assert.throws(() => parseDuration(bad, 'job "j": timeout'), (e: unknown) => e instanceof LeaseholdError && e.code === 'INVALID_DURATION' && e.message.startsWith('job "j": timeout'), String(bad));
+    assert.throws(() => parseDuration(bad, 'job "j": timeout'), (e: unknown) => e instanceof LeaseholdError && e.code === 'invalidDuration' && e.message.startsWith('job "j": timeout'), String(bad));
   }
   assert.throws(() => parseDuration(0, 'period'), /more than zero/);
 });
@@ -52,7 +52,7 @@ for (const [name, def, message] of cases) {
 }
 
 test('a duplicate id is rejected; checkJobs reports every problem at once', () => {
-  assert.throws(() => normalizeJobs([{ id: 'a', fixedRate: 1, run }, { id: 'a', fixedRate: 1, run }]), { code: 'DUPLICATE_JOB' });
+  assert.throws(() => normalizeJobs([{ id: 'a', fixedRate: 1, run }, { id: 'a', fixedRate: 1, run }]), { code: 'duplicateJob' });
   const errors = checkJobs([{ id: 'a', fixedRate: 1, run }, { id: 'a', fixedRate: 1, run }, { id: 'b', run }, 'nope']);
   assert.equal(errors.length, 3);
   assert.match(errors[0] ?? '', /"a".*same id/);

@@ -263,7 +263,7 @@ describe('redis lease store', () => {
         store.claim({ jobId: 'good', tick, leaseMs: 5000, holder: 'a', mode: 'grid' }),
       ]);
       assert.equal(bad.status, 'rejected');
-      assert.ok(bad.status === 'rejected' && isLeaseholdError(bad.reason, 'INVALID_CONFIG') && /tick/.test(bad.reason.message));
+      assert.ok(bad.status === 'rejected' && isLeaseholdError(bad.reason, 'invalidConfig') && /tick/.test(bad.reason.message));
       assert.equal(good.status === 'fulfilled' && good.value.kind, 'claimed');
       assert.equal(await raw.exists(k.lease('bad')), 0);
     });
@@ -292,7 +292,7 @@ describe('redis lease store', () => {
   });
 
   describe('when Redis fails', () => {
-    it('throws REDIS_ERROR from claim, so a broken Redis is never "someone else\'s turn"', async () => {
+    it('throws redisError from claim, so a broken Redis is never "someone else\'s turn"', async () => {
       const k = keys(`lh-fail-${randomUUID()}`);
       const store = createLeaseStore(lease, k);
       const [s] = await raw.time();
@@ -301,12 +301,12 @@ describe('redis lease store', () => {
       server.pause();
       try {
         await assert.rejects(store.claim({ jobId: 'j', tick: tick + 1, leaseMs: 5000, holder: 'a', mode: 'grid' }),
-          (err) => isLeaseholdError(err, 'REDIS_ERROR') && err.cause instanceof Error && /job j/.test(err.message));
+          (err) => isLeaseholdError(err, 'redisError') && err.cause instanceof Error && /job j/.test(err.message));
         const started = performance.now();
         assert.equal(await held.extend(5000, performance.now() + 150), false, 'no answer before the deadline is lost');
         assert.ok(performance.now() - started < 280, 'the deadline is kept, not the command timeout');
-        await assert.rejects(held.extend(5000), (err) => isLeaseholdError(err, 'REDIS_ERROR'));
-        await assert.rejects(held.release(), (err) => isLeaseholdError(err, 'REDIS_ERROR'));
+        await assert.rejects(held.extend(5000), (err) => isLeaseholdError(err, 'redisError'));
+        await assert.rejects(held.release(), (err) => isLeaseholdError(err, 'redisError'));
       } finally {
         server.resume();
       }

@@ -132,7 +132,7 @@ describe('lease watcher', () => {
     if (result === 'timeout') return;
     assert.match(result.reason, /extending the lease failed/);
     assert.equal(result.kind, 'redisFailed');
-    assert.ok(isLeaseholdError(result.cause, 'REDIS_ERROR'));
+    assert.ok(isLeaseholdError(result.cause, 'redisError'));
   });
 
   it('reports a blocked event loop that slept through the deadline', async () => {
@@ -174,7 +174,7 @@ describe('lease watcher', () => {
 
   it('refuses a nonsense lease time', async () => {
     const { lease } = await claim(300);
-    assert.throws(() => watchLease(lease, { leaseMs: 0, onLost: () => undefined }), (err) => isLeaseholdError(err, 'INVALID_CONFIG'));
+    assert.throws(() => watchLease(lease, { leaseMs: 0, onLost: () => undefined }), (err) => isLeaseholdError(err, 'invalidConfig'));
     await lease.release();
   });
 });

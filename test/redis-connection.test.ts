@@ -29,13 +29,13 @@ describe('redis urls', () => {
     ];
     for (const url of bad) {
       assert.throws(() => targetOptions({ url }), (err) => {
-        assert.ok(isLeaseholdError(err, 'INVALID_CONFIG'), url);
+        assert.ok(isLeaseholdError(err, 'invalidConfig'), url);
         assert.ok(!err.message.includes(secret), err.message);
         assert.ok(!JSON.stringify(err).includes(secret));
         assert.equal(err.cause, undefined);
         return true;
       });
-      assert.throws(() => createRedis({ url, role: 'lease' }), (err) => isLeaseholdError(err, 'INVALID_CONFIG') && !err.message.includes(secret));
+      assert.throws(() => createRedis({ url, role: 'lease' }), (err) => isLeaseholdError(err, 'invalidConfig') && !err.message.includes(secret));
     }
   });
 
@@ -54,7 +54,7 @@ describe('redis urls', () => {
     assert.notEqual(lease.maxRetriesPerRequest, null);
     assert.equal(lease.commandTimeout, 2000);
     assert.equal(roleOptions('lease', 700).commandTimeout, 700);
-    assert.throws(() => roleOptions('lease', -1), (err) => isLeaseholdError(err, 'INVALID_CONFIG'));
+    assert.throws(() => roleOptions('lease', -1), (err) => isLeaseholdError(err, 'invalidConfig'));
   });
 });
 
@@ -96,7 +96,7 @@ describe('redis connections', () => {
     const started = performance.now();
     await assert.rejects(redis.ping());
     assert.ok(performance.now() - started < 500);
-    await assert.rejects(whenReady(redis, 200), (err) => isLeaseholdError(err, 'REDIS_ERROR'));
+    await assert.rejects(whenReady(redis, 200), (err) => isLeaseholdError(err, 'redisError'));
   });
 
   it('times out a command on a stalled server instead of queueing it', async () => {

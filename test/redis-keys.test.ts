@@ -30,9 +30,9 @@ describe('redis keys', () => {
 
   it('rejects prefixes and ids that would break a key or its hash tag', () => {
     for (const bad of ['', 'a b', 'a{b', 'a}b', 'tab\there', 'nl\n']) {
-      assert.throws(() => keys(bad), (err) => isLeaseholdError(err, 'INVALID_CONFIG') && err.message.includes('key prefix'));
-      assert.throws(() => k.lease(bad), (err) => isLeaseholdError(err, 'INVALID_CONFIG') && err.message.includes('job id'));
-      assert.throws(() => k.instance(bad), (err) => isLeaseholdError(err, 'INVALID_CONFIG') && err.message.includes('instance id'));
+      assert.throws(() => keys(bad), (err) => isLeaseholdError(err, 'invalidConfig') && err.message.includes('key prefix'));
+      assert.throws(() => k.lease(bad), (err) => isLeaseholdError(err, 'invalidConfig') && err.message.includes('job id'));
+      assert.throws(() => k.instance(bad), (err) => isLeaseholdError(err, 'invalidConfig') && err.message.includes('instance id'));
     }
   });
 

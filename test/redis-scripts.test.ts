@@ -53,10 +53,10 @@ describe('lua scripts', () => {
     const k = fresh();
     const base = { ...k, tick: 1, leaseMs: 1000, holder: 'h', mode: 'grid' as const, nowGuardMs: 0 };
     for (const bad of [{ tick: 1.5 }, { tick: -1 }, { leaseMs: 0 }, { leaseMs: Number.NaN }, { nowGuardMs: -1 }]) {
-      await assert.rejects(claimScript(redis, { ...base, ...bad }), (err) => isLeaseholdError(err, 'INVALID_CONFIG'));
+      await assert.rejects(claimScript(redis, { ...base, ...bad }), (err) => isLeaseholdError(err, 'invalidConfig'));
     }
-    await assert.rejects(extendScript(redis, { leaseKey: k.leaseKey, value: 'v', leaseMs: 0 }), (err) => isLeaseholdError(err, 'INVALID_CONFIG'));
-    await assert.rejects(releaseScript(redis, { ...k, value: 'v', delayMs: -2 }), (err) => isLeaseholdError(err, 'INVALID_CONFIG'));
+    await assert.rejects(extendScript(redis, { leaseKey: k.leaseKey, value: 'v', leaseMs: 0 }), (err) => isLeaseholdError(err, 'invalidConfig'));
+    await assert.rejects(releaseScript(redis, { ...k, value: 'v', delayMs: -2 }), (err) => isLeaseholdError(err, 'invalidConfig'));
   });
 
   it('answers a malformed job argument with that job\'s error and still decides the others', async () => {

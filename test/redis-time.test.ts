@@ -43,12 +43,12 @@ describe('clock offset to redis', () => {
     assert.ok(Math.abs(offsetMs) < 50, `offset ${offsetMs}`);
   });
 
-  it('reports a failing Redis as REDIS_ERROR', async () => {
+  it('reports a failing Redis as redisError', async () => {
     const redis = createRedis({ url: server.url, role: 'lease', commandTimeoutMs: 200 });
     try {
       await whenReady(redis, 5000);
       server.pause();
-      await assert.rejects(measureOffset(redis), (err) => isLeaseholdError(err, 'REDIS_ERROR'));
+      await assert.rejects(measureOffset(redis), (err) => isLeaseholdError(err, 'redisError'));
     } finally {
       server.resume();
       redis.disconnect();

@@ -95,7 +95,7 @@ test('ticks between the previous claim and this one are counted as missed', asyn
 });
 
 test('a claim Redis refused is a failed run carrying the error, not someone else\'s turn', async () => {
-  const c = scripted(() => new LeaseholdError('REDIS_ERROR', 'Connection is closed.'));
+  const c = scripted(() => new LeaseholdError('redisError', 'Connection is closed.'));
   const { clock, core, events } = setup(c);
   core.add({ id: 'j', scope: 'installation', cron: '* * * * * *', run: () => {} });
   core.start();

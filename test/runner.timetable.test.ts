@@ -267,6 +267,6 @@ test('an installation job without Redis runs on this node alone, with a fencing 
 test('add() rejects a bad definition or a duplicate id with an error naming the job and field', () => {
   const { runner } = setup();
   runner.add({ id: 'a', fixedRate: 1000, run: () => {} });
-  assert.throws(() => runner.add({ id: 'a', fixedRate: 1000, run: () => {} }), { code: 'DUPLICATE_JOB', message: /job "a": field "id"/ });
+  assert.throws(() => runner.add({ id: 'a', fixedRate: 1000, run: () => {} }), { code: 'duplicateJob', message: /job "a": field "id"/ });
   assert.throws(() => runner.add({ id: 'b', cron: '0 0 25 * * *', run: () => {} }), { message: /job "b": field "cron".*hour/ });
 });

@@ -112,10 +112,10 @@ describe('the admin token check', () => {
 
   test('a token that no Authorization header can carry is refused when configured, without showing it', () => {
     for (const token of ['two words', ' padded', 'tab\there', 'naïve', 'line\nbreak', '\u0000']) {
-      assert.throws(() => bearerChecker(token), (e: unknown) => isLeaseholdError(e, 'INVALID_CONFIG') && !e.message.includes(token.trim()), JSON.stringify(token));
+      assert.throws(() => bearerChecker(token), (e: unknown) => isLeaseholdError(e, 'invalidConfig') && !e.message.includes(token.trim()), JSON.stringify(token));
       const env = { LEASEHOLD_ADMIN_TOKEN: token.includes('\n') ? token : `x${token}x` };
       assert.throws(() => readConfig({}, env), (e: unknown) =>
-        isLeaseholdError(e, 'INVALID_CONFIG') && e.message.startsWith('LEASEHOLD_ADMIN_TOKEN: ') && !e.message.includes(env.LEASEHOLD_ADMIN_TOKEN.trim()), JSON.stringify(token));
+        isLeaseholdError(e, 'invalidConfig') && e.message.startsWith('LEASEHOLD_ADMIN_TOKEN: ') && !e.message.includes(env.LEASEHOLD_ADMIN_TOKEN.trim()), JSON.stringify(token));
     }
     // Whatever token is accepted can be sent.
     fc.assert(fc.property(fc.string({ minLength: 1, maxLength: 24 }), (token) => {
@@ -123,7 +123,7 @@ describe('the admin token check', () => {
       try {
         check = bearerChecker(token);
       } catch (err) {
-        assert.ok(isLeaseholdError(err, 'INVALID_CONFIG'));
+        assert.ok(isLeaseholdError(err, 'invalidConfig'));
         return;
       }
       assert.equal(check(`Bearer ${token}`).ok, true, `configured ${JSON.stringify(token)}, but "Bearer <it>" is refused`);

@@ -169,8 +169,8 @@ describe('record.lua', () => {
 
   it('checks its arguments', async () => {
     const { send } = fresh();
-    await assert.rejects(send('w', 0, {}), (err) => isLeaseholdError(err, 'INVALID_CONFIG'));
-    await assert.rejects(send('w', 1.5, {}), (err) => isLeaseholdError(err, 'INVALID_CONFIG'));
-    await assert.rejects(send('w', 1, {}, 0), (err) => isLeaseholdError(err, 'INVALID_CONFIG'));
+    await assert.rejects(send('w', 0, {}), (err) => isLeaseholdError(err, 'invalidConfig'));
+    await assert.rejects(send('w', 1.5, {}), (err) => isLeaseholdError(err, 'invalidConfig'));
+    await assert.rejects(send('w', 1, {}, 0), (err) => isLeaseholdError(err, 'invalidConfig'));
   });
 });

@@ -3,13 +3,11 @@
  * the parser and the README's reference are made.
  * @module
  */
-import { LeaseholdError } from '../errors.js';
+import { ErrorCodes, LeaseholdError } from '../errors.js';
+import { checkInstanceId, checkPrefix, checkRedisSource, type RedisSourceNames } from '../config.js';
 import { ADMIN_TOKEN_PATTERN } from '../http/auth.js';
+import { DEFAULT_PREFIX } from '../redis/keys.js';
 import { parseDuration } from '../schedule/duration.js';
-
-/** The same rules as the runner's options, checked here to name the flag or variable. */
-const PREFIX = /^[A-Za-z0-9._:-]{1,64}$/;
-const INSTANCE_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
 /** One configuration setting. */
 export interface ConfigEntry {
@@ -53,7 +51,7 @@ export const CONFIG: readonly ConfigEntry[] = [
   { key: 'redisClusterNodes', flag: '--redis-cluster-nodes', env: 'REDIS_CLUSTER_NODES', default: '(none)', description: 'Redis Cluster seed nodes, `host:port,host:port`; an entry may be a `redis://` or `rediss://` URL whose user, password and TLS apply to every node.' },
   { key: 'redisSentinels', flag: '--redis-sentinels', env: 'REDIS_SENTINELS', default: '(none)', description: 'Sentinels, `host:port,host:port`; needs `REDIS_SENTINEL_NAME`. An entry may be a `redis://` or `rediss://` URL whose user, password and TLS apply to the master and replicas (the Sentinels are reached without a password).' },
   { key: 'redisSentinelName', flag: '--redis-sentinel-name', env: 'REDIS_SENTINEL_NAME', default: '(none)', description: 'Name of the master the Sentinels watch.' },
-  { key: 'prefix', flag: '--prefix', env: 'LEASEHOLD_PREFIX', default: 'leasehold', description: 'Prefix of every Redis key.' },
+  { key: 'prefix', flag: '--prefix', env: 'LEASEHOLD_PREFIX', default: DEFAULT_PREFIX, description: 'Prefix of every Redis key.' },
   { key: 'port', flag: '--port', env: 'PORT', default: '3000', description: 'HTTP port of the status API; `0` picks a free port (the node logs it).' },
   { key: 'host', flag: '--host', env: 'HOST', default: '0.0.0.0', description: 'Address the HTTP server listens on.' },
   { key: 'instanceId', flag: '--instance-id', env: 'LEASEHOLD_INSTANCE_ID', default: '<host>-<pid>', description: 'This node\'s id in the status and in lease values.' },
@@ -65,9 +63,18 @@ export const CONFIG: readonly ConfigEntry[] = [
   { key: 'logFormat', flag: '--log-format', env: 'LOG_FORMAT', default: '`pretty` on a terminal, else `json`', description: '`json` (one JSON object a line, for log shippers) or `pretty` (readable lines for people).' },
 ];
 
+/** A setting's name in errors: its variable and flag, `LEASEHOLD_PREFIX/--prefix`. */
+export function settingName(key: keyof NodeConfig): string {
+  const e = CONFIG.find((c) => c.key === key);
+  return [e?.env, e?.flag].filter(Boolean).join('/');
+}
+
+/** The Redis settings by the names `leasehold start` and `leasehold status` show in errors: the variables. */
+export const REDIS_SETTINGS: RedisSourceNames = { url: 'REDIS_URL', clusterNodes: 'REDIS_CLUSTER_NODES', sentinels: 'REDIS_SENTINELS', sentinelName: 'REDIS_SENTINEL_NAME' };
+
 /**
  * Reads the configuration from parsed flags and the environment (flags win).
- * @throws LeaseholdError `INVALID_CONFIG` naming the flag or variable at fault.
+ * @throws LeaseholdError `invalidConfig` naming the flag or variable at fault.
  */
 export function readConfig(flags: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv): NodeConfig {
   const get = (e: ConfigEntry): string | undefined => {
@@ -79,18 +86,17 @@ export function readConfig(flags: Record<string, string | boolean | undefined>, 
   const out: Record<string, string | undefined> = {};
   for (const e of CONFIG) out[e.key] = get(e);
   const bad = (key: keyof NodeConfig, why: string): never => {
-    const e = CONFIG.find((c) => c.key === key);
     const value = out[key] ?? '';
     const shown = JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value);
-    throw new LeaseholdError('INVALID_CONFIG', `${[e?.env, e?.flag].filter(Boolean).join('/')}: ${shown} ${why}`);
+    throw new LeaseholdError(ErrorCodes.invalidConfig, `${settingName(key)}: ${shown} ${why}`);
   };
   const portRaw = out['port'] ?? '3000';
   if (!/^\d{1,5}$/.test(portRaw) || Number(portRaw) > 65535) bad('port', 'is not a port (0 to 65535)');
-  if (out['prefix'] !== undefined && !PREFIX.test(out['prefix'])) bad('prefix', 'must be 1 to 64 letters, digits or . _ : -');
-  if (out['instanceId'] !== undefined && !INSTANCE_ID.test(out['instanceId'])) bad('instanceId', 'must be 1 to 128 letters, digits or . _ : @ -');
+  if (out['prefix'] !== undefined) checkPrefix(out['prefix'], settingName('prefix'));
+  if (out['instanceId'] !== undefined) checkInstanceId(out['instanceId'], settingName('instanceId'));
   if (out['adminToken'] !== undefined && !ADMIN_TOKEN_PATTERN.test(out['adminToken'])) {
     // Never shown: it is a secret.
-    throw new LeaseholdError('INVALID_CONFIG', 'LEASEHOLD_ADMIN_TOKEN: only printable ASCII without spaces fits in "Authorization: Bearer <token>" (the value is not shown)');
+    throw new LeaseholdError(ErrorCodes.invalidConfig, 'LEASEHOLD_ADMIN_TOKEN: only printable ASCII without spaces fits in "Authorization: Bearer <token>" (the value is not shown)');
   }
   if (out['shutdownGrace'] !== undefined) {
     try {
@@ -102,20 +108,19 @@ export function readConfig(flags: Record<string, string | boolean | undefined>, 
   if (out['recentRuns'] !== undefined && !(/^\d{1,4}$/.test(out['recentRuns']) && Number(out['recentRuns']) >= 1 && Number(out['recentRuns']) <= 1_000)) {
     bad('recentRuns', 'is not a whole number from 1 to 1000');
   }
-  if (out['redisSentinels'] && !out['redisSentinelName']) {
-    throw new LeaseholdError('INVALID_CONFIG', 'REDIS_SENTINELS is set but REDIS_SENTINEL_NAME is not');
-  }
-  const redisSources = ['redisUrl', 'redisClusterNodes', 'redisSentinels'].filter((k) => out[k] !== undefined);
-  if (redisSources.length > 1) {
-    throw new LeaseholdError('INVALID_CONFIG', 'give only one of REDIS_URL, REDIS_CLUSTER_NODES, REDIS_SENTINELS');
-  }
+  // A REDIS_SENTINEL_NAME left in the environment without Sentinels is not used.
+  checkRedisSource(
+    { url: out['redisUrl'], clusterNodes: out['redisClusterNodes'], sentinels: out['redisSentinels'], sentinelName: out['redisSentinelName'] },
+    REDIS_SETTINGS,
+    'ignored',
+  );
   return {
     jobs: out['jobs'],
     redisUrl: out['redisUrl'],
     redisClusterNodes: out['redisClusterNodes'],
     redisSentinels: out['redisSentinels'],
     redisSentinelName: out['redisSentinelName'],
-    prefix: out['prefix'] ?? 'leasehold',
+    prefix: out['prefix'] ?? DEFAULT_PREFIX,
     port: Number(portRaw),
     host: out['host'] ?? '0.0.0.0',
     instanceId: out['instanceId'],

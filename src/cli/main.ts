@@ -2,7 +2,7 @@
  * The `leasehold` command: `next`, `check`, `start`, `status`.
  * @module
  */
-import { isLeaseholdError, errorMessage } from '../errors.js';
+import { ErrorCodes, isLeaseholdError, errorMessage } from '../errors.js';
 import { runNext } from './next.js';
 import { runCheck } from './check.js';
 import { runStart } from './start.js';
@@ -62,6 +62,6 @@ export async function main(argv: string[]): Promise<number> {
   } catch (err) {
     const msg = errorMessage(err);
     process.stderr.write(`leasehold: ${msg}\n`);
-    return isLeaseholdError(err) && (err.code === 'INVALID_CONFIG' || err.code === 'INVALID_CRON' || err.code === 'INVALID_ZONE') ? 2 : 1;
+    return isLeaseholdError(err) && (err.code === ErrorCodes.invalidConfig || err.code === ErrorCodes.invalidCron || err.code === ErrorCodes.invalidZone) ? 2 : 1;
   }
 }

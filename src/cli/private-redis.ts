@@ -6,7 +6,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, connect } from 'node:net';
-import { LeaseholdError } from '../errors.js';
+import { ErrorCodes, LeaseholdError } from '../errors.js';
 import { sleep, systemClock, waitAtMost } from '../clock.js';
 
 /** A running private Redis. */
@@ -18,7 +18,7 @@ export interface PrivateRedis {
 }
 
 /** The one line shown when `redis-server` is not installed. */
-export const NO_REDIS_HINT =
+const NO_REDIS_HINT =
   'redis-server is not on the PATH: install it (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis), set REDIS_URL to an existing Redis, or run the whole cluster with docker compose up';
 
 function freePort(): Promise<number> {
@@ -66,7 +66,7 @@ const WATCHDOG = 'redis-server "$@" & rp=$!; trap "kill $rp 2>/dev/null" TERM IN
 
 /**
  * Starts a private redis-server.
- * @throws LeaseholdError `INVALID_CONFIG` with {@link NO_REDIS_HINT} when it cannot be started.
+ * @throws LeaseholdError `invalidConfig` with {@link NO_REDIS_HINT} when it cannot be started.
  */
 export async function startPrivateRedis(): Promise<PrivateRedis> {
   const port = await freePort();
@@ -78,11 +78,11 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
   const deadline = systemClock.monotonic() + 10_000;
   while (!(await ping(port))) {
     if (child.exitCode !== null || /not found|No such file/.test(stderr)) {
-      throw new LeaseholdError('INVALID_CONFIG', /not found|No such file/.test(stderr) ? NO_REDIS_HINT : `the private redis-server did not start: ${stderr.trim().split('\n')[0] ?? ''}`);
+      throw new LeaseholdError(ErrorCodes.invalidConfig, /not found|No such file/.test(stderr) ? NO_REDIS_HINT : `the private redis-server did not start: ${stderr.trim().split('\n')[0] ?? ''}`);
     }
     if (systemClock.monotonic() > deadline) {
       child.stdin?.end();
-      throw new LeaseholdError('INVALID_CONFIG', `the private redis-server did not answer on port ${port} within 10 s`);
+      throw new LeaseholdError(ErrorCodes.invalidConfig, `the private redis-server did not answer on port ${port} within 10 s`);
     }
     await sleep(systemClock, 50);
   }

@@ -3,7 +3,7 @@
  * @module
  */
 import { parseArgs } from 'node:util';
-import { LeaseholdError, errorMessage } from '../errors.js';
+import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
 import { createLogger, logFormat } from '../log/logger.js';
 import { normalizeJobs, type JobDefinition } from '../schedule/job.js';
 import { createRunner } from '../create.js';
@@ -25,14 +25,14 @@ function parseFlags(args: string[]): Record<string, string | boolean | undefined
     if (positionals.length > 0) throw new Error(`unexpected argument ${JSON.stringify(positionals[0])}`);
     return values as Record<string, string | boolean | undefined>;
   } catch (err) {
-    throw new LeaseholdError('INVALID_CONFIG', `start: ${(err as Error).message.split('\n')[0]}`);
+    throw new LeaseholdError(ErrorCodes.invalidConfig, `start: ${(err as Error).message.split('\n')[0]}`);
   }
 }
 
 /** Runs a node; resolves to the exit code once it has stopped. */
 export async function runStart(args: string[]): Promise<number> {
   const config = readConfig(parseFlags(args), process.env);
-  if (!config.jobs) throw new LeaseholdError('INVALID_CONFIG', 'start: --jobs <module> is required');
+  if (!config.jobs) throw new LeaseholdError(ErrorCodes.invalidConfig, 'start: --jobs <module> is required');
   const logger = createLogger({ level: config.logLevel, format: logFormat(config.logFormat, process.stdout.isTTY === true) });
   const jobs = await loadJobsModule(config.jobs);
   normalizeJobs(jobs); // every check (including duplicate ids) before anything starts
@@ -63,7 +63,7 @@ export async function runStart(args: string[]): Promise<number> {
     await runner.stop();
     await privateRedis?.stop();
     const why = errorMessage(err);
-    throw new LeaseholdError('INVALID_CONFIG', `cannot serve HTTP on ${config.host}:${config.port}: ${why}`);
+    throw new LeaseholdError(ErrorCodes.invalidConfig, `cannot serve HTTP on ${config.host}:${config.port}: ${why}`);
   }
   const base = `http://localhost:${http.port}`;
   const redisShown = config.redisUrl ? redactUrl(config.redisUrl) : config.redisClusterNodes ? `cluster ${config.redisClusterNodes}` : config.redisSentinels ? `sentinels ${config.redisSentinels}` : 'none (installation jobs run on this node alone)';

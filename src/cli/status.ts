@@ -5,11 +5,13 @@
  */
 import { parseArgs } from 'node:util';
 import { createRedis, describeTarget, splitList, whenReady, type RedisClient, type RedisTarget } from '../redis/connection.js';
-import { keys as keyNames, type Keys } from '../redis/keys.js';
+import { DEFAULT_PREFIX, keys as keyNames, type Keys } from '../redis/keys.js';
 import { readCluster } from '../status/read.js';
 import type { ClusterStatus, JobStatus } from '../status/model.js';
 import type { CommandResult } from './main.js';
-import { errorMessage } from '../errors.js';
+import { ErrorCodes, errorMessage, isLeaseholdError } from '../errors.js';
+import { checkPrefix, checkRedisSource } from '../config.js';
+import { REDIS_SETTINGS, settingName } from './config.js';
 
 const USAGE =
   'usage: leasehold status [--json] [--redis-url URL | --redis-cluster-nodes H:P,... | --redis-sentinels H:P,... --redis-sentinel-name N] [--prefix P]\n' +
@@ -91,16 +93,20 @@ export function commandRedis(command: string, usage: string, values: RedisFlagVa
   const clusterNodes = values['redis-cluster-nodes'] ?? (env['REDIS_CLUSTER_NODES']?.trim() || undefined);
   const sentinels = values['redis-sentinels'] ?? (env['REDIS_SENTINELS']?.trim() || undefined);
   const sentinelName = values['redis-sentinel-name'] ?? (env['REDIS_SENTINEL_NAME']?.trim() || undefined);
-  const sources = [url, clusterNodes, sentinels].filter((x) => x !== undefined).length;
-  if (sources === 0) return { code: 2, stdout: '', stderr: `leasehold ${command}: REDIS_URL (or --redis-url), REDIS_CLUSTER_NODES or REDIS_SENTINELS is required\n${usage}` };
-  if (sources > 1) return { code: 2, stdout: '', stderr: `leasehold ${command}: give only one of REDIS_URL, REDIS_CLUSTER_NODES, REDIS_SENTINELS\n${usage}` };
-  if (sentinels && !sentinelName) return { code: 2, stdout: '', stderr: `leasehold ${command}: REDIS_SENTINELS needs REDIS_SENTINEL_NAME\n${usage}` };
+  let prefix: string;
+  try {
+    const source = checkRedisSource({ url, clusterNodes, sentinels, sentinelName }, REDIS_SETTINGS, 'ignored');
+    if (source === undefined) return { code: 2, stdout: '', stderr: `leasehold ${command}: REDIS_URL (or --redis-url), REDIS_CLUSTER_NODES or REDIS_SENTINELS is required\n${usage}` };
+    prefix = checkPrefix(values.prefix ?? (env['LEASEHOLD_PREFIX']?.trim() || DEFAULT_PREFIX), settingName('prefix'));
+  } catch (err) {
+    if (!isLeaseholdError(err, ErrorCodes.invalidConfig)) throw err;
+    return { code: 2, stdout: '', stderr: `leasehold ${command}: ${err.message}\n${usage}` };
+  }
   const target: RedisTarget = url
     ? { url }
     : clusterNodes
       ? { clusterNodes: splitList(clusterNodes) }
       : { sentinels: splitList(sentinels ?? ''), sentinelName: sentinelName ?? '' };
-  const prefix = values.prefix ?? (env['LEASEHOLD_PREFIX']?.trim() || 'leasehold');
   try {
     const keys = keyNames(prefix);
     const redis = createRedis({ target, role: 'stats' });
@@ -108,8 +114,8 @@ export function commandRedis(command: string, usage: string, values: RedisFlagVa
     redis.on('error', (err: Error) => (last = err.message));
     return { redis, keys, target, lastError: () => last };
   } catch (err) {
-    // Both messages name the bad input (a URL with its password hidden).
-    return { code: 2, stdout: '', stderr: `leasehold ${command}: ${(err as Error).message}\n` };
+    // The message names the bad input (a URL with its password hidden).
+    return { code: 2, stdout: '', stderr: `leasehold ${command}: ${errorMessage(err)}\n` };
   }
 }
 

@@ -205,7 +205,7 @@ function parseMonth(raw: string): ValueSet | null {
 
 /**
  * Parse the six fields of an expression. Throws a {@link LeaseholdError}
- * `INVALID_CRON` naming the first field at fault, its text and the reason.
+ * `invalidCron` naming the first field at fault, its text and the reason.
  */
 export function parseFields(parts: readonly [string, string, string, string, string, string], expression: string): CronFields {
   let index = 0;
@@ -233,7 +233,7 @@ export function fieldError(expression: string, field: FieldName, text: string, r
   // The reason may quote an item of the field, as long as the field itself.
   const why = reason.length > 160 ? `${reason.slice(0, 157)}...` : reason;
   return new LeaseholdError(
-    ErrorCodes.INVALID_CRON,
+    ErrorCodes.invalidCron,
     `Invalid cron expression ${quote(expression)}: ${field} field ${quote(text)}: ${why}`,
   );
 }

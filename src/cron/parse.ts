@@ -37,7 +37,7 @@ const recent = new Map<string, CronSchedule>();
 const MAX_RECENT = 64;
 
 function invalid(expression: string, why: string): LeaseholdError {
-  return new LeaseholdError(ErrorCodes.INVALID_CRON, `Invalid cron expression ${quote(expression)}: ${why}`);
+  return new LeaseholdError(ErrorCodes.invalidCron, `Invalid cron expression ${quote(expression)}: ${why}`);
 }
 
 function isSix(parts: string[]): parts is SixParts {
@@ -59,7 +59,7 @@ function cronerError(expression: string, userParts: SixParts, cronerParts: reado
       return new LeaseholdError(e.code, e.message, { cause: err });
     }
   }
-  return new LeaseholdError(ErrorCodes.INVALID_CRON, `Invalid cron expression ${quote(expression)}: ${reason}`, { cause: err });
+  return new LeaseholdError(ErrorCodes.invalidCron, `Invalid cron expression ${quote(expression)}: ${reason}`, { cause: err });
 }
 
 /**
@@ -72,16 +72,16 @@ function cronerError(expression: string, userParts: SixParts, cronerParts: reado
  * clocks skip does not run that day, and a local time that happens twice runs
  * once, at its first occurrence.
  *
- * @throws {@link LeaseholdError} `INVALID_CRON` naming the field at fault
+ * @throws {@link LeaseholdError} `invalidCron` naming the field at fault
  *   (`second`, `minute`, `hour`, `day-of-month`, `month`, `day-of-week`), or
- *   `INVALID_ZONE` naming the zone.
+ *   `invalidZone` naming the zone.
  */
 export function parseCron(expr: string, opts: ParseCronOptions = {}): CronSchedule {
   if (typeof expr !== 'string') {
-    throw new LeaseholdError(ErrorCodes.INVALID_CRON, `Invalid cron expression: expected a string, got ${expr === null ? 'null' : typeof expr}`);
+    throw new LeaseholdError(ErrorCodes.invalidCron, `Invalid cron expression: expected a string, got ${expr === null ? 'null' : typeof expr}`);
   }
   const expression = expr.trim();
-  if (expression === '') throw new LeaseholdError(ErrorCodes.INVALID_CRON, 'Invalid cron expression: it is empty');
+  if (expression === '') throw new LeaseholdError(ErrorCodes.invalidCron, 'Invalid cron expression: it is empty');
   const zone = resolveZone(opts?.zone ?? 'UTC');
   const key = `${zone.id}\n${expression}`;
   const known = recent.get(key);

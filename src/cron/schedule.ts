@@ -88,7 +88,7 @@ class SpringCronSchedule implements CronSchedule {
   next(after: Date): Date | null {
     const t = typeof (after as Partial<Date> | null)?.getTime === 'function' ? after.getTime() : Number.NaN;
     if (Number.isNaN(t)) {
-      throw new LeaseholdError(ErrorCodes.INVALID_STATE, `CronSchedule.next needs a valid Date, got ${String(after)}`);
+      throw new LeaseholdError(ErrorCodes.invalidState, `CronSchedule.next needs a valid Date, got ${String(after)}`);
     }
     if (t >= MAX_SEARCH_MS || this.#never) return null;
     // croner wants a Date of this realm; a Date from another (a vm context) is copied.

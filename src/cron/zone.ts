@@ -36,13 +36,13 @@ const MAX_RESOLVED = 1024;
 
 function invalidZone(zone: unknown, why: string): LeaseholdError {
   const shown = typeof zone === 'string' ? JSON.stringify(zone.slice(0, 80)) : String(zone);
-  return new LeaseholdError(ErrorCodes.INVALID_ZONE, `Invalid zone ${shown}: ${why}`);
+  return new LeaseholdError(ErrorCodes.invalidZone, `Invalid zone ${shown}: ${why}`);
 }
 
 /**
  * Check a zone and say how to compute in it. `UTC`, `Z` and offsets `±HH:MM`
  * (up to 14 hours) are fixed; anything else must be an IANA id that `Intl`
- * knows. Throws {@link LeaseholdError} `INVALID_ZONE` naming the zone.
+ * knows. Throws {@link LeaseholdError} `invalidZone` naming the zone.
  */
 export function resolveZone(zone: unknown): ResolvedZone {
   if (typeof zone !== 'string' || zone === '') throw invalidZone(zone, 'expected an IANA zone id, a fixed offset such as +02:00, or UTC');
@@ -68,7 +68,7 @@ function resolve(zone: string): ResolvedZone {
   try {
     id = new Intl.DateTimeFormat('en-US', { timeZone: zone }).resolvedOptions().timeZone;
   } catch (err) {
-    throw new LeaseholdError(ErrorCodes.INVALID_ZONE, `Invalid zone ${JSON.stringify(zone.slice(0, 80))}: unknown time zone`, { cause: err });
+    throw new LeaseholdError(ErrorCodes.invalidZone, `Invalid zone ${JSON.stringify(zone.slice(0, 80))}: unknown time zone`, { cause: err });
   }
   return id === 'UTC' ? UTC : { id, offsetMinutes: null };
 }
@@ -76,7 +76,7 @@ function resolve(zone: string): ResolvedZone {
 /**
  * Check a zone for a schedule and return it normalised: `UTC` for `UTC`, `Z`
  * and zero offsets, `±HH:MM` for fixed offsets, the resolved IANA id otherwise.
- * Throws {@link LeaseholdError} `INVALID_ZONE` naming the zone; never falls
+ * Throws {@link LeaseholdError} `invalidZone` naming the zone; never falls
  * back to UTC.
  */
 export function validateZone(zone: string): string {
@@ -182,7 +182,7 @@ function floorSecond(ms: number): number {
 }
 
 /** Offset of the zone at instant `ms`, in ms east of UTC. */
-export function offsetAt(zone: ResolvedZone, ms: number): number {
+function offsetAt(zone: ResolvedZone, ms: number): number {
   if (zone.offsetMinutes !== null) return zone.offsetMinutes * MS_PER_MINUTE;
   const w = wallClockReader(zone)(ms, { year: 0, month: 0, day: 0, hour: 0, minute: 0, second: 0 });
   return utcMs(w.year, w.month, w.day, w.hour, w.minute, w.second) - floorSecond(ms);

@@ -4,7 +4,7 @@
  * @module
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { LeaseholdError } from '../errors.js';
+import { ErrorCodes, LeaseholdError } from '../errors.js';
 
 /** The outcome of a check: allowed, or the status and message to answer with. */
 export type AuthDecision = { readonly ok: true } | { readonly ok: false; readonly status: 401 | 403; readonly message: string };
@@ -19,12 +19,12 @@ function digest(text: string): Buffer {
 
 /**
  * Builds a checker for `token` (undefined or empty: admin disabled). The token itself is not kept.
- * @throws LeaseholdError `INVALID_CONFIG` for a token no header can carry (spaces, non-ASCII),
+ * @throws LeaseholdError `invalidConfig` for a token no header can carry (spaces, non-ASCII),
  *   which would refuse every call; the message does not show it.
  */
 export function bearerChecker(token: string | undefined): (authorization: string | undefined) => AuthDecision {
   if (token !== undefined && token !== '' && !ADMIN_TOKEN_PATTERN.test(token)) {
-    throw new LeaseholdError('INVALID_CONFIG', 'admin token: only printable ASCII without spaces fits in "Authorization: Bearer <token>" (the token is not shown)');
+    throw new LeaseholdError(ErrorCodes.invalidConfig, 'admin token: only printable ASCII without spaces fits in "Authorization: Bearer <token>" (the token is not shown)');
   }
   const expected = token === undefined || token === '' ? undefined : digest(token);
   return (authorization) => {

@@ -6,9 +6,10 @@
  * @module
  */
 import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { isLeaseholdError } from '../errors.js';
+import { ErrorCodes, isLeaseholdError } from '../errors.js';
 import type { ManageApi } from '../status/api.js';
 import { bearerChecker } from './auth.js';
+import { JOB_ID_PATTERN } from '../schedule/job.js';
 
 /** Prometheus text of this node's metrics, as `GET /metrics` serves it. */
 export type MetricsSource = () => Promise<{ contentType: string; text: string }>;
@@ -22,9 +23,6 @@ export interface LeaseholdRoutesOptions {
   readonly adminToken?: string;
 }
 
-/** Job ids as `defineJob` accepts them. */
-export const JOB_ID_PATTERN = '^[A-Za-z0-9._:-]{1,128}$';
-
 const headers = {
   type: 'object',
   properties: { authorization: { type: 'string', maxLength: 4096 } },
@@ -32,7 +30,7 @@ const headers = {
 const query = { type: 'object', maxProperties: 32 } as const;
 const params = {
   type: 'object',
-  properties: { id: { type: 'string', pattern: JOB_ID_PATTERN } },
+  properties: { id: { type: 'string', pattern: JOB_ID_PATTERN.source } },
   required: ['id'],
   additionalProperties: false,
 } as const;
@@ -56,7 +54,7 @@ function onError(app: FastifyInstance) {
       void send(reply, status, err.message);
       return;
     }
-    if (isLeaseholdError(err, 'REDIS_ERROR')) {
+    if (isLeaseholdError(err, ErrorCodes.redisError)) {
       void send(reply, 503, 'Redis is unreachable; try again');
       return;
     }

@@ -43,13 +43,13 @@ export interface Lease {
    * Make the lease live `leaseMs` more, counted from when Redis receives the
    * call. Resolves false when the lease is gone or someone else's, or when no
    * answer came before `deadlineMs` (absolute, on the store's monotonic
-   * clock). Throws `REDIS_ERROR` when Redis fails.
+   * clock). Throws `redisError` when Redis fails.
    */
   extend(leaseMs: number, deadlineMs?: number): Promise<boolean>;
   /**
    * Delete the lease if it is still ours; resolves false (and changes
    * nothing) when it is not. For fixedDelay jobs pass `delayMs`: the job's
-   * next start becomes Redis now plus the delay. Throws `REDIS_ERROR`.
+   * next start becomes Redis now plus the delay. Throws `redisError`.
    */
   release(delayMs?: number): Promise<boolean>;
 }
@@ -86,7 +86,7 @@ export interface ClaimRequest {
 
 /** Claims installation leases; see {@link createLeaseStore}. */
 export interface LeaseStore {
-  /** Claim `jobId`'s lease for `tick`. Throws `REDIS_ERROR` when Redis fails, so a broken Redis never looks like someone else's turn. */
+  /** Claim `jobId`'s lease for `tick`. Throws `redisError` when Redis fails, so a broken Redis never looks like someone else's turn. */
   claim(request: ClaimRequest): Promise<ClaimResult>;
   /** Sends the claims made so far in this turn of the event loop now (they go out at its end anyway). */
   flush(): void;
@@ -147,7 +147,7 @@ function batcher<K, V>(run: (items: readonly K[]) => Promise<Array<V | Error>>, 
 function redisError(action: string, err: unknown): unknown {
   if (isLeaseholdError(err)) return err;
   const message = errorMessage(err);
-  return new LeaseholdError(ErrorCodes.REDIS_ERROR, `${action} failed: ${message}`, { cause: err });
+  return new LeaseholdError(ErrorCodes.redisError, `${action} failed: ${message}`, { cause: err });
 }
 
 /** The holder part of a lease value, or the whole value when it has another shape. */
@@ -185,7 +185,7 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
     async claim(request) {
       const { jobId, tick, leaseMs, holder, mode } = request;
       if (holder.length === 0) {
-        throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, `holder of the lease of job ${jobId} must not be empty`);
+        throw new LeaseholdError(ErrorCodes.invalidConfig, `holder of the lease of job ${jobId} must not be empty`);
       }
       const { lease: leaseKey, state: stateKey, stats: statsKey } = keysOf(jobId);
       const claimedAt = monotonicNow();

@@ -75,7 +75,7 @@ export type ClaimResult =
 
 /** Decides installation ticks. */
 export interface Coordinator {
-  /** Claims a tick; throws a LeaseholdError (`REDIS_ERROR`) when Redis refused or did not answer. */
+  /** Claims a tick; throws a LeaseholdError (`redisError`) when Redis refused or did not answer. */
   claim(request: ClaimRequest): Promise<ClaimResult>;
   /** Offset of the shared clock to this node's clock, in ms (shared ≈ local + offset). */
   offsetMs(): number;

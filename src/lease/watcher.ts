@@ -56,7 +56,7 @@ export interface LeaseWatch {
 export function watchLease(lease: Lease, options: WatchLeaseOptions): LeaseWatch {
   const { leaseMs } = options;
   if (!Number.isSafeInteger(leaseMs) || leaseMs < 2) {
-    throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, `leaseMs of job ${lease.jobId} must be an integer >= 2 (ms), got ${String(leaseMs)}`);
+    throw new LeaseholdError(ErrorCodes.invalidConfig, `leaseMs of job ${lease.jobId} must be an integer >= 2 (ms), got ${String(leaseMs)}`);
   }
   return new Watch(lease, options);
 }

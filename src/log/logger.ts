@@ -14,22 +14,22 @@ export type LogFormat = (typeof LOG_FORMATS)[number];
 /**
  * The format of a node's log: `LOG_FORMAT` when set, else readable lines when stdout is a
  * terminal (a person reads it) and JSON lines otherwise (a log shipper does).
- * @throws LeaseholdError `INVALID_CONFIG` for an unknown format.
+ * @throws LeaseholdError `invalidConfig` for an unknown format.
  */
 export function logFormat(value: string | undefined, isTty: boolean): LogFormat {
   if (value === undefined || value.trim() === '') return isTty ? 'pretty' : 'json';
   const f = value.trim().toLowerCase();
   if (!(LOG_FORMATS as readonly string[]).includes(f)) {
-    throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, `LOG_FORMAT: ${JSON.stringify(value)} is not one of ${LOG_FORMATS.join(', ')}`);
+    throw new LeaseholdError(ErrorCodes.invalidConfig, `LOG_FORMAT: ${JSON.stringify(value)} is not one of ${LOG_FORMATS.join(', ')}`);
   }
   return f as LogFormat;
 }
 
 /** Log levels accepted by `LOG_LEVEL`. */
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /** Paths pino replaces with `[redacted]` wherever they appear in a log object. */
-export const REDACT_PATHS = [
+const REDACT_PATHS = [
   'password',
   '*.password',
   'token',
@@ -46,12 +46,12 @@ export const REDACT_PATHS = [
 
 /**
  * Creates the node's logger (JSON lines on stdout, or on `destination`).
- * @throws LeaseholdError `INVALID_CONFIG` for an unknown level.
+ * @throws LeaseholdError `invalidConfig` for an unknown level.
  */
 export function createLogger(opts: { level?: string; format?: LogFormat; destination?: DestinationStream; base?: Record<string, unknown> } = {}): Logger {
   const level = (opts.level ?? 'info').toLowerCase();
   if (!(LOG_LEVELS as readonly string[]).includes(level)) {
-    throw new LeaseholdError('INVALID_CONFIG', `LOG_LEVEL: ${JSON.stringify(opts.level)} is not one of ${LOG_LEVELS.join(', ')}`);
+    throw new LeaseholdError(ErrorCodes.invalidConfig, `LOG_LEVEL: ${JSON.stringify(opts.level)} is not one of ${LOG_LEVELS.join(', ')}`);
   }
   const options = {
     level,

@@ -48,7 +48,7 @@ function commands(redis: RedisClient): ScriptCommands {
 }
 
 function unexpected(script: string, reply: unknown): LeaseholdError {
-  return new LeaseholdError(ErrorCodes.REDIS_ERROR, `unexpected reply from the ${script} script: ${JSON.stringify(reply)}`);
+  return new LeaseholdError(ErrorCodes.redisError, `unexpected reply from the ${script} script: ${JSON.stringify(reply)}`);
 }
 
 function int(script: string, reply: unknown, value: unknown): number {
@@ -63,7 +63,7 @@ function str(script: string, reply: unknown, value: unknown): string {
 
 function requireInteger(name: string, value: number, min: number): void {
   if (!Number.isSafeInteger(value) || value < min) {
-    throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, `${name} must be an integer >= ${min}, got ${String(value)}`);
+    throw new LeaseholdError(ErrorCodes.invalidConfig, `${name} must be an integer >= ${min}, got ${String(value)}`);
   }
 }
 
@@ -123,7 +123,7 @@ function claimReply(item: unknown): ClaimReply | LeaseholdError {
   try {
     switch (kind) {
       case 'error':
-        return new LeaseholdError(ErrorCodes.REDIS_ERROR, `the claim script refused: ${str('claim', item, a)}`);
+        return new LeaseholdError(ErrorCodes.redisError, `the claim script refused: ${str('claim', item, a)}`);
       case 'early':
         return { kind, serverNowMs: int('claim', item, a) };
       case 'done':
@@ -213,7 +213,7 @@ export async function releaseManyScript(redis: RedisClient, jobs: readonly Relea
     if (!Array.isArray(reply) || reply.length !== valid.length) throw unexpected('release', reply);
     return reply.map((r: unknown) => {
       if (r === 0 || r === 1) return r === 1;
-      return typeof r === 'string' ? new LeaseholdError(ErrorCodes.REDIS_ERROR, `the release script refused: ${r}`) : unexpected('release', r);
+      return typeof r === 'string' ? new LeaseholdError(ErrorCodes.redisError, `the release script refused: ${r}`) : unexpected('release', r);
     });
   });
 }

@@ -83,7 +83,7 @@ export function redactUrl(url: string): string {
 
 function invalid(url: string, why: string): LeaseholdError {
   return new LeaseholdError(
-    ErrorCodes.INVALID_CONFIG,
+    ErrorCodes.invalidConfig,
     `Redis url "${redactUrl(url)}" ${why}; expected redis://[user:password@]host[:port][/db] or rediss://...`,
   );
 }
@@ -96,7 +96,7 @@ function decode(url: string, part: string, what: string): string {
   }
 }
 
-/** Address, auth, database and TLS options for a URL target; throws `INVALID_CONFIG`. */
+/** Address, auth, database and TLS options for a URL target; throws `invalidConfig`. */
 export function targetOptions(target: UrlTarget): RedisOptions {
   const { url } = target;
   let parsed: URL;
@@ -151,19 +151,19 @@ const HOST_PORT = /^(\[[0-9A-Fa-f:.]+\]|[^\s:/@[\]]+)(?::(\d{1,5}))?$/;
 
 /**
  * Reads a node list: `host[:port]` entries, or URLs `redis[s]://[user:password@]host[:port][/db]`.
- * URL entries that give a user, password, database or TLS must agree. Throws `INVALID_CONFIG`
+ * URL entries that give a user, password, database or TLS must agree. Throws `invalidConfig`
  * naming `what` and the entry (its password hidden).
  */
 export function parseNodeList(entries: readonly string[], what: string, defaultPort: number): NodeList {
   if (entries.length === 0) {
-    throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, `${what}: no node given; expected host:port,host:port`);
+    throw new LeaseholdError(ErrorCodes.invalidConfig, `${what}: no node given; expected host:port,host:port`);
   }
   const nodes: NodeAddress[] = [];
   const options: RedisOptions = {};
   const agree = (entry: string, field: 'username' | 'password' | 'db', value: string | number | undefined): void => {
     if (value === undefined) return;
     if (options[field] !== undefined && options[field] !== value) {
-      throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, `${what}: "${redactUrl(entry)}" gives another ${field === 'db' ? 'database' : field === 'username' ? 'user' : 'password'} than an earlier entry`);
+      throw new LeaseholdError(ErrorCodes.invalidConfig, `${what}: "${redactUrl(entry)}" gives another ${field === 'db' ? 'database' : field === 'username' ? 'user' : 'password'} than an earlier entry`);
     }
     (options as Record<string, unknown>)[field] = value;
   };
@@ -180,7 +180,7 @@ export function parseNodeList(entries: readonly string[], what: string, defaultP
     const m = HOST_PORT.exec(entry);
     const port = m?.[2] === undefined ? defaultPort : Number(m[2]);
     if (!m || !(port >= 1 && port <= 65535)) {
-      throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, `${what}: "${redactUrl(entry)}" is not host:port or a redis:// URL`);
+      throw new LeaseholdError(ErrorCodes.invalidConfig, `${what}: "${redactUrl(entry)}" is not host:port or a redis:// URL`);
     }
     nodes.push({ host: (m[1] ?? '').replace(/^\[(.*)\]$/, '$1'), port });
   }
@@ -208,7 +208,7 @@ export function roleOptions(role: RedisRole, commandTimeoutMs?: number): RedisOp
     retryStrategy: reconnectDelay,
   };
   if (commandTimeoutMs !== undefined && !(Number.isFinite(commandTimeoutMs) && commandTimeoutMs > 0)) {
-    throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, `commandTimeoutMs must be a positive number of ms, got ${String(commandTimeoutMs)}`);
+    throw new LeaseholdError(ErrorCodes.invalidConfig, `commandTimeoutMs must be a positive number of ms, got ${String(commandTimeoutMs)}`);
   }
   switch (role) {
     case 'lease':
@@ -312,7 +312,7 @@ export function sentinelRoleOptions(role: RedisRole, commandTimeoutMs: number | 
 
 function checkTarget(target: RedisTarget): RedisTarget {
   if ('sentinels' in target && !(typeof target.sentinelName === 'string' && /^[^\s]{1,128}$/.test(target.sentinelName))) {
-    throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, 'Redis Sentinel needs the name of the master (REDIS_SENTINEL_NAME)');
+    throw new LeaseholdError(ErrorCodes.invalidConfig, 'Redis Sentinel needs the name of the master (REDIS_SENTINEL_NAME)');
   }
   return target;
 }
@@ -329,7 +329,7 @@ export function createRedis(opts: CreateRedisOptions): RedisClient;
 export function createRedis(opts: CreateRedisOptions): RedisClient {
   const given = [opts.url, opts.target, opts.client].filter((x) => x !== undefined).length;
   if (given > 1) {
-    throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, 'give either a Redis url, a target or a client, not several');
+    throw new LeaseholdError(ErrorCodes.invalidConfig, 'give either a Redis url, a target or a client, not several');
   }
   if (opts.client instanceof Cluster) {
     return dialNodes(opts.client.duplicate(undefined, clusterRoleOptions(opts.role, opts.commandTimeoutMs, opts.client.options.redisOptions)));
@@ -337,14 +337,14 @@ export function createRedis(opts: CreateRedisOptions): RedisClient {
   if (opts.client !== undefined) return opts.client.duplicate(roleOptions(opts.role, opts.commandTimeoutMs));
   const target = opts.target ?? (opts.url === undefined ? undefined : { url: opts.url });
   if (target === undefined) {
-    throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, 'a Redis url, target or client is required');
+    throw new LeaseholdError(ErrorCodes.invalidConfig, 'a Redis url, target or client is required');
   }
   checkTarget(target);
   if ('url' in target) return new Redis({ ...targetOptions(target), ...roleOptions(opts.role, opts.commandTimeoutMs) });
   if ('clusterNodes' in target) {
     const list = parseNodeList(target.clusterNodes, 'REDIS_CLUSTER_NODES', 6379);
     if (list.options.db !== undefined) {
-      throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, 'REDIS_CLUSTER_NODES: a Redis Cluster has only database 0');
+      throw new LeaseholdError(ErrorCodes.invalidConfig, 'REDIS_CLUSTER_NODES: a Redis Cluster has only database 0');
     }
     return dialNodes(new Cluster(list.nodes.map((n) => ({ host: n.host, port: n.port })), clusterRoleOptions(opts.role, opts.commandTimeoutMs, list.options)));
   }
@@ -364,13 +364,13 @@ export async function closeRedis(conn: RedisClient): Promise<void> {
 }
 
 /**
- * Resolves once `redis` is ready for commands; rejects with `REDIS_ERROR`
+ * Resolves once `redis` is ready for commands; rejects with `redisError`
  * after `timeoutMs` or when the connection is closed for good.
  */
 export function whenReady(redis: RedisClient, timeoutMs: number): Promise<void> {
   if (redis.status === 'ready') return Promise.resolve();
   if (redis.status === 'end') {
-    return Promise.reject(new LeaseholdError(ErrorCodes.REDIS_ERROR, 'Redis connection is closed'));
+    return Promise.reject(new LeaseholdError(ErrorCodes.redisError, 'Redis connection is closed'));
   }
   return new Promise((resolve, reject) => {
     let lastError: unknown;
@@ -386,14 +386,14 @@ export function whenReady(redis: RedisClient, timeoutMs: number): Promise<void> 
     };
     const onEnd = (): void => {
       cleanup();
-      reject(new LeaseholdError(ErrorCodes.REDIS_ERROR, 'Redis connection closed before it was ready', { cause: lastError }));
+      reject(new LeaseholdError(ErrorCodes.redisError, 'Redis connection closed before it was ready', { cause: lastError }));
     };
     const onError = (err: unknown): void => {
       lastError = err;
     };
     const timer = setTimeout(() => {
       cleanup();
-      reject(new LeaseholdError(ErrorCodes.REDIS_ERROR, `Redis not ready within ${timeoutMs}ms`, { cause: lastError }));
+      reject(new LeaseholdError(ErrorCodes.redisError, `Redis not ready within ${timeoutMs}ms`, { cause: lastError }));
     }, timeoutMs);
     redis.on('ready', onReady);
     redis.on('end', onEnd);

@@ -70,14 +70,14 @@ const FORBIDDEN = /[{}\s]/;
 function checkPart(what: string, value: string): void {
   if (typeof value !== 'string' || value.length === 0 || FORBIDDEN.test(value)) {
     throw new LeaseholdError(
-      ErrorCodes.INVALID_CONFIG,
+      ErrorCodes.invalidConfig,
       `${what} ${JSON.stringify(value)} is not usable in a Redis key: it must be non-empty, without braces or whitespace`,
     );
   }
 }
 
 /**
- * Key builders for `prefix`. Throws `INVALID_CONFIG` when the prefix, or a
+ * Key builders for `prefix`. Throws `invalidConfig` when the prefix, or a
  * job or instance id given later, is empty or holds braces or whitespace
  * (braces would break the hash tag).
  */

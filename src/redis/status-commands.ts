@@ -80,7 +80,7 @@ export interface RecordScriptArgs {
 
 function requireInteger(name: string, value: number, min: number): void {
   if (!Number.isSafeInteger(value) || value < min) {
-    throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, `${name} must be an integer >= ${min}, got ${String(value)}`);
+    throw new LeaseholdError(ErrorCodes.invalidConfig, `${name} must be an integer >= ${min}, got ${String(value)}`);
   }
 }
 
@@ -96,7 +96,7 @@ export const RECORD_JOBS_PER_CALL = 100;
  * (its keys share a slot), pipelined. Each batch is applied atomically, on its own.
  * @returns per batch, in order: `applied` true when applied now, false when the writer had
  *   applied this sequence number before; or the error of that batch.
- * @throws LeaseholdError `INVALID_CONFIG` for a bad argument (nothing is sent).
+ * @throws LeaseholdError `invalidConfig` for a bad argument (nothing is sent).
  */
 export async function recordScript(redis: RedisClient, batches: readonly RecordScriptArgs[]): Promise<RecordResult[]> {
   for (const args of batches) {
@@ -126,9 +126,9 @@ export async function recordScript(redis: RedisClient, batches: readonly RecordS
     return group.map((_, j): RecordResult => {
       if (err) return { ok: false, error: err };
       const one = Array.isArray(reply) ? (reply as unknown[])[j] : undefined;
-      if (typeof one === 'string' && one.startsWith('ERR')) return { ok: false, error: new LeaseholdError(ErrorCodes.REDIS_ERROR, `record script: ${one}`) };
+      if (typeof one === 'string' && one.startsWith('ERR')) return { ok: false, error: new LeaseholdError(ErrorCodes.redisError, `record script: ${one}`) };
       if (one !== 0 && one !== 1) {
-        return { ok: false, error: new LeaseholdError(ErrorCodes.REDIS_ERROR, `unexpected reply from the record script: ${JSON.stringify(reply)}`) };
+        return { ok: false, error: new LeaseholdError(ErrorCodes.redisError, `unexpected reply from the record script: ${JSON.stringify(reply)}`) };
       }
       return { ok: true, applied: one === 1 };
     });
@@ -144,7 +144,7 @@ export async function pruneScript(redis: RedisClient, args: { instancesKey: stri
   if (args.instanceIds.length === 0) return 0;
   const reply = await commands(redis).leaseholdPrune(args.instancesKey, args.cutoff, ...args.instanceIds);
   if (typeof reply !== 'number' || !Number.isSafeInteger(reply)) {
-    throw new LeaseholdError(ErrorCodes.REDIS_ERROR, `unexpected reply from the prune script: ${JSON.stringify(reply)}`);
+    throw new LeaseholdError(ErrorCodes.redisError, `unexpected reply from the prune script: ${JSON.stringify(reply)}`);
   }
   return reply;
 }

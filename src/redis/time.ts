@@ -25,7 +25,7 @@ export const OFFSET_SAMPLES = 5;
 /**
  * Measure the offset of Redis server time to `clock` with a few `TIME` calls,
  * keeping the sample with the smallest round trip and placing Redis's answer
- * at its midpoint. Throws `REDIS_ERROR` when Redis fails.
+ * at its midpoint. Throws `redisError` when Redis fails.
  */
 export async function measureOffset(redis: RedisClient, clock: Clock = { now: () => Date.now() }): Promise<ClockOffset> {
   let best = await sample(redis, clock);
@@ -42,7 +42,7 @@ async function sample(redis: RedisClient, clock: Clock): Promise<ClockOffset> {
   try {
     reply = await redis.time();
   } catch (err) {
-    throw new LeaseholdError(ErrorCodes.REDIS_ERROR, `Redis TIME failed: ${(err as Error).message}`, { cause: err });
+    throw new LeaseholdError(ErrorCodes.redisError, `Redis TIME failed: ${(err as Error).message}`, { cause: err });
   }
   const receivedAt = clock.now();
   return { offsetMs: timeReplyMs(reply) - (sentAt + receivedAt) / 2, rttMs: Math.max(0, receivedAt - sentAt) };
@@ -55,5 +55,5 @@ function timeReplyMs(reply: unknown): number {
       return (seconds as number) * 1000 + (micros as number) / 1000;
     }
   }
-  throw new LeaseholdError(ErrorCodes.REDIS_ERROR, `unexpected reply to Redis TIME: ${JSON.stringify(reply)}`);
+  throw new LeaseholdError(ErrorCodes.redisError, `unexpected reply to Redis TIME: ${JSON.stringify(reply)}`);
 }

@@ -6,7 +6,7 @@
 import type { Trigger } from '../schedule/trigger.js';
 
 /** Missed cron ticks are counted one by one up to this many; a longer gap is estimated. */
-export const MISSED_WALK_LIMIT = 1_000;
+const MISSED_WALK_LIMIT = 1_000;
 
 /**
  * The grid ticks of `trigger` strictly between `previousTick` and `tick` (0 for fixedDelay,

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Timers, TimerHandle } from '../clock.js';
 import type { Logger } from '../logger.js';
-import { LeaseholdError, type AbortReasonCode, errorMessage } from '../errors.js';
+import { ErrorCodes, LeaseholdError, type AbortReasonCode, errorMessage } from '../errors.js';
 import type { NormalizedJob } from '../schedule/job.js';
 import { RunContext, guardSignal } from './context.js';
 import { formatDuration } from '../schedule/duration.js';
@@ -14,7 +14,7 @@ import type { HeldLease, LeaseLoss, LeaseWatchHandle } from '../lease/port.js';
 import type { Emitter, RunOutcome, RunStartedEvent } from './events.js';
 
 /** How long after an abort a handler that ignores its signal is reported with the abort's outcome. */
-export const REPORT_AFTER_ABORT_MS = 1_000;
+const REPORT_AFTER_ABORT_MS = 1_000;
 
 /** A run in progress. */
 export interface ActiveRun {
@@ -135,7 +135,7 @@ class Run implements ActiveRun {
   }
 
   timedOut(): void {
-    this.abort('timeout', `job "${this.p.job.id}" timed out after ${formatDuration(this.p.timeoutMs)}`);
+    this.abort(ErrorCodes.timeout, `job "${this.p.job.id}" timed out after ${formatDuration(this.p.timeoutMs)}`);
   }
 
   /** The handler's signal, made on first use. */
@@ -162,7 +162,7 @@ class Run implements ActiveRun {
         message: `job "${p.job.id}" blocked the event loop past its lease (${formatDuration(p.leaseMs)}): ${loss.message}. The run is recorded lockLost because another node may have taken the lease; move blocking or CPU-heavy work off the event loop (a worker thread) or give the job a longer lease`,
       });
     }
-    this.abort('lockLost', `job "${p.job.id}" lost its lease: ${loss.message}`);
+    this.abort(ErrorCodes.lockLost, `job "${p.job.id}" lost its lease: ${loss.message}`);
   }
 
   /** A handler that blocked the loop may end before any timer ran: check the lease deadline first. */

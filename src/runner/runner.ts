@@ -104,11 +104,11 @@ export class RunnerCore implements TimetableHost, ClaimHost {
    */
   add(definition: unknown): JobView {
     if (this.status === 'stopping' || this.status === 'stopped') {
-      throw new LeaseholdError(ErrorCodes.INVALID_STATE, 'cannot add a job to a runner that is stopping or stopped');
+      throw new LeaseholdError(ErrorCodes.invalidState, 'cannot add a job to a runner that is stopping or stopped');
     }
     const job = normalizeJob(definition);
     if (this.slots.has(job.id)) {
-      throw new LeaseholdError(ErrorCodes.DUPLICATE_JOB, `job ${JSON.stringify(job.id)}: field "id": another job has the same id`);
+      throw new LeaseholdError(ErrorCodes.duplicateJob, `job ${JSON.stringify(job.id)}: field "id": another job has the same id`);
     }
     const slot = new Slot(job);
     this.slots.set(job.id, slot);
@@ -159,7 +159,7 @@ export class RunnerCore implements TimetableHost, ClaimHost {
 
   /** Starts the timer. */
   start(): void {
-    if (this.status !== 'idle') throw new LeaseholdError(ErrorCodes.INVALID_STATE, `runner is ${this.status}; start() runs once`);
+    if (this.status !== 'idle') throw new LeaseholdError(ErrorCodes.invalidState, `runner is ${this.status}; start() runs once`);
     this.status = 'running';
     for (const slot of this.slots.values()) this.planFirst(slot);
   }
@@ -207,7 +207,7 @@ export class RunnerCore implements TimetableHost, ClaimHost {
     const settled = (): Promise<unknown> => Promise.all([this.claims.settled(), ...runs().map((r) => r.settled)]);
     await waitAtMost(this.clock, settled(), this.opts.shutdownGraceMs);
     if (runs().length > 0) {
-      for (const run of runs()) run.abort('shutdown');
+      for (const run of runs()) run.abort(ErrorCodes.shutdown);
       await waitAtMost(this.clock, settled(), AFTER_ABORT_MS);
       for (const run of runs()) run.reportNow();
     }

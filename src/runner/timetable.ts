@@ -11,7 +11,7 @@ import { MinHeap } from './heap.js';
 import type { Slot } from './slot.js';
 
 /** An invalid schedule is checked again this often. */
-export const RECHECK_INVALID_MS = 60_000;
+const RECHECK_INVALID_MS = 60_000;
 
 interface Entry {
   readonly at: number;

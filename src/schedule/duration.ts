@@ -2,7 +2,7 @@
  * Durations: a number of milliseconds, or a string such as `500ms`, `10s`, `5m`, `1h`, `1d`.
  * @module
  */
-import { LeaseholdError } from '../errors.js';
+import { ErrorCodes, LeaseholdError } from '../errors.js';
 
 /** A duration: milliseconds as a number, or a string like `500ms`, `10s`, `5m`, `1h`. */
 export type Duration = number | string;
@@ -18,7 +18,7 @@ const MAX_MS = 2_147_483_647;
  * @param value - the duration; a bare digit string counts as milliseconds.
  * @param what - names the input in the error, e.g. `job "digest": field "timeout"`.
  * @param allowZero - whether `0` is accepted (an initial delay may be zero, a period may not).
- * @throws LeaseholdError `INVALID_DURATION` naming `what` and the value.
+ * @throws LeaseholdError `invalidDuration` naming `what` and the value.
  */
 export function parseDuration(value: unknown, what: string, allowZero = false): number {
   let ms: number | undefined;
@@ -30,17 +30,17 @@ export function parseDuration(value: unknown, what: string, allowZero = false): 
   }
   if (ms === undefined || !Number.isFinite(ms)) {
     throw new LeaseholdError(
-      'INVALID_DURATION',
+      ErrorCodes.invalidDuration,
       `${what}: ${describe(value)} is not a duration (use milliseconds or a string like 500ms, 10s, 5m, 1h)`,
     );
   }
   // Whole milliseconds are what a timer waits: 0.4 is 0, which is no period (it would divide by zero).
   const whole = Math.round(ms) + 0;
   if (ms < 0 || (!allowZero && whole === 0)) {
-    throw new LeaseholdError('INVALID_DURATION', `${what}: ${describe(value)} must be ${allowZero ? 'zero or more' : 'more than zero'}`);
+    throw new LeaseholdError(ErrorCodes.invalidDuration, `${what}: ${describe(value)} must be ${allowZero ? 'zero or more' : 'more than zero'}`);
   }
   if (whole > MAX_MS) {
-    throw new LeaseholdError('INVALID_DURATION', `${what}: ${describe(value)} is too long (at most 24 days)`);
+    throw new LeaseholdError(ErrorCodes.invalidDuration, `${what}: ${describe(value)} is too long (at most 24 days)`);
   }
   return whole;
 }

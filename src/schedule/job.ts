@@ -3,7 +3,7 @@
  * @module
  */
 import type { Logger } from '../logger.js';
-import { LeaseholdError, errorMessage } from '../errors.js';
+import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
 import { validateZone } from '../cron/index.js';
 import { parseCron } from '../cron/index.js';
 import { describe, parseDuration, type Duration } from './duration.js';
@@ -100,12 +100,13 @@ export interface NormalizedJob {
 }
 
 /** The default lease time of an installation job. */
-export const DEFAULT_LEASE_MS = 30_000;
+const DEFAULT_LEASE_MS = 30_000;
 
 const KEYS = new Set([
   'id', 'scope', 'cron', 'zone', 'fixedRate', 'fixedDelay', 'initialDelay', 'timeout', 'lease', 'misfireGrace', 'retry', 'description', 'run',
 ]);
-const ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+/** A job id: 1 to 128 letters, digits, `.`, `_`, `-` or `:` (the HTTP routes and the status reader use it too). */
+export const JOB_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /**
@@ -114,7 +115,7 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
  */
 export function fromEnv(env: string, defaultValue: string | number): EnvSetting {
   if (typeof env !== 'string' || !ENV_NAME.test(env)) {
-    throw new LeaseholdError('INVALID_JOB', `fromEnv: ${describe(env)} is not an environment variable name`);
+    throw new LeaseholdError(ErrorCodes.invalidJob, `fromEnv: ${describe(env)} is not an environment variable name`);
   }
   return Object.freeze({ env, default: defaultValue });
 }
@@ -122,7 +123,7 @@ export function fromEnv(env: string, defaultValue: string | number): EnvSetting 
 /**
  * Checks a job definition and returns it unchanged, typed. A plain object of the same
  * shape is a valid job too; the runner runs the same checks when it is added.
- * @throws LeaseholdError `INVALID_JOB` (or a more precise code) naming the job and the field.
+ * @throws LeaseholdError `invalidJob` (or a more precise code) naming the job and the field.
  */
 export function defineJob<T extends JobDefinition>(job: T): T {
   normalizeJob(job);
@@ -142,7 +143,7 @@ export function readSetting<T>(value: T | EnvSetting, env: NodeJS.ProcessEnv = p
 }
 
 function fail(jobName: string, field: string, message: string, cause?: unknown): never {
-  const code = cause instanceof LeaseholdError && cause.code !== 'INVALID_JOB' ? cause.code : 'INVALID_JOB';
+  const code = cause instanceof LeaseholdError && cause.code !== ErrorCodes.invalidJob ? cause.code : ErrorCodes.invalidJob;
   throw new LeaseholdError(code, `job ${jobName}: field "${field}": ${message}`, { cause });
 }
 
@@ -179,13 +180,13 @@ export function normalizeJob(input: unknown): NormalizedJob {
     } catch {
       why = 'an unprintable value';
     }
-    throw new LeaseholdError('INVALID_JOB', `job ${at.job}: field "${at.field}": reading it threw: ${why}`, { cause: err });
+    throw new LeaseholdError(ErrorCodes.invalidJob, `job ${at.job}: field "${at.field}": reading it threw: ${why}`, { cause: err });
   }
 }
 
 function normalizeFields(input: unknown, at: { job: string; field: string }): NormalizedJob {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw new LeaseholdError('INVALID_JOB', `a job must be an object, got ${describe(input)}`);
+    throw new LeaseholdError(ErrorCodes.invalidJob, `a job must be an object, got ${describe(input)}`);
   }
   // Each field is read once, so a getter cannot answer one check and then another.
   const source = input as Record<string, unknown>;
@@ -197,9 +198,9 @@ function normalizeFields(input: unknown, at: { job: string; field: string }): No
   }
   at.field = 'id';
   const rawId = job['id'];
-  if (typeof rawId !== 'string' || !ID_PATTERN.test(rawId)) {
+  if (typeof rawId !== 'string' || !JOB_ID_PATTERN.test(rawId)) {
     throw new LeaseholdError(
-      'INVALID_JOB',
+      ErrorCodes.invalidJob,
       `job ${describe(rawId)}: field "id": must be 1 to 128 letters, digits, ".", "_", "-" or ":"`,
     );
   }
@@ -275,33 +276,49 @@ function normalizeFields(input: unknown, at: { job: string; field: string }): No
 }
 
 /**
+ * Checks a list of jobs as a runner would: each definition, and that ids are unique. Hands
+ * each error to `onError` (which may throw to stop at the first) and returns the jobs that passed.
+ */
+function checkEach(jobs: unknown, onError: (err: LeaseholdError) => void): NormalizedJob[] {
+  if (!Array.isArray(jobs)) {
+    onError(new LeaseholdError(ErrorCodes.invalidModule, `expected an array of jobs, got ${describe(jobs)}`));
+    return [];
+  }
+  const seen = new Set<string>();
+  const passed: NormalizedJob[] = [];
+  for (const definition of jobs) {
+    let job: NormalizedJob;
+    try {
+      job = normalizeJob(definition);
+    } catch (err) {
+      // normalizeJob throws only LeaseholdErrors; anything else is a bug to surface.
+      if (!(err instanceof LeaseholdError)) throw err;
+      onError(err);
+      continue;
+    }
+    if (seen.has(job.id)) {
+      onError(new LeaseholdError(ErrorCodes.duplicateJob, `job ${JSON.stringify(job.id)}: field "id": another job has the same id`));
+      continue;
+    }
+    seen.add(job.id);
+    passed.push(job);
+  }
+  return passed;
+}
+
+/**
  * Checks a list of jobs as a runner would: each definition, and that ids are unique.
  * @returns the normalized jobs, or throws the first error.
  */
 export function normalizeJobs(jobs: unknown): NormalizedJob[] {
-  if (!Array.isArray(jobs)) throw new LeaseholdError('INVALID_MODULE', `expected an array of jobs, got ${describe(jobs)}`);
-  const seen = new Set<string>();
-  return jobs.map((j) => {
-    const job = normalizeJob(j);
-    if (seen.has(job.id)) throw new LeaseholdError('DUPLICATE_JOB', `job ${JSON.stringify(job.id)}: field "id": another job has the same id`);
-    seen.add(job.id);
-    return job;
+  return checkEach(jobs, (err) => {
+    throw err;
   });
 }
 
 /** Every check error of a list of jobs, so a CI run reports all at once. */
 export function checkJobs(jobs: unknown): string[] {
-  if (!Array.isArray(jobs)) return [`expected an array of jobs, got ${describe(jobs)}`];
   const errors: string[] = [];
-  const seen = new Set<string>();
-  jobs.forEach((j, i) => {
-    try {
-      const job = normalizeJob(j);
-      if (seen.has(job.id)) errors.push(`job ${JSON.stringify(job.id)}: field "id": another job has the same id`);
-      seen.add(job.id);
-    } catch (err) {
-      errors.push(err instanceof Error ? err.message : `job #${i}: ${String(err)}`);
-    }
-  });
+  checkEach(jobs, (err) => errors.push(err.message));
   return errors;
 }

@@ -41,13 +41,13 @@ const DEFAULT_MAX_MS = 3_600_000;
  */
 export function parseRetry(value: unknown): RetryPolicy {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new LeaseholdError(ErrorCodes.INVALID_JOB, `${describe(value)} must be an object { attempts, backoff }`);
+    throw new LeaseholdError(ErrorCodes.invalidJob, `${describe(value)} must be an object { attempts, backoff }`);
   }
   const { attempts, backoff, ...rest } = value as Record<string, unknown>;
   const unknown = Object.keys(rest);
-  if (unknown.length > 0) throw new LeaseholdError(ErrorCodes.INVALID_JOB, `unknown field ${JSON.stringify(unknown[0])} (known: attempts, backoff)`);
+  if (unknown.length > 0) throw new LeaseholdError(ErrorCodes.invalidJob, `unknown field ${JSON.stringify(unknown[0])} (known: attempts, backoff)`);
   if (typeof attempts !== 'number' || !Number.isInteger(attempts) || attempts < 1 || attempts > MAX_ATTEMPTS) {
-    throw new LeaseholdError(ErrorCodes.INVALID_JOB, `attempts: ${describe(attempts)} must be a whole number from 1 to ${MAX_ATTEMPTS} (the first attempt included)`);
+    throw new LeaseholdError(ErrorCodes.invalidJob, `attempts: ${describe(attempts)} must be a whole number from 1 to ${MAX_ATTEMPTS} (the first attempt included)`);
   }
   if (backoff === undefined) return { attempts, initialMs: DEFAULT_BACKOFF_MS, maxMs: DEFAULT_BACKOFF_MS, factor: 1, jitter: false };
   if (typeof backoff === 'number' || typeof backoff === 'string') {
@@ -55,17 +55,17 @@ export function parseRetry(value: unknown): RetryPolicy {
     return { attempts, initialMs: ms, maxMs: ms, factor: 1, jitter: false };
   }
   if (typeof backoff !== 'object' || backoff === null || Array.isArray(backoff)) {
-    throw new LeaseholdError(ErrorCodes.INVALID_JOB, `backoff: ${describe(backoff)} must be a duration or { initial, max, factor }`);
+    throw new LeaseholdError(ErrorCodes.invalidJob, `backoff: ${describe(backoff)} must be a duration or { initial, max, factor }`);
   }
   const { initial, max, factor, ...more } = backoff as Record<string, unknown>;
   const extra = Object.keys(more);
-  if (extra.length > 0) throw new LeaseholdError(ErrorCodes.INVALID_JOB, `backoff: unknown field ${JSON.stringify(extra[0])} (known: initial, max, factor)`);
+  if (extra.length > 0) throw new LeaseholdError(ErrorCodes.invalidJob, `backoff: unknown field ${JSON.stringify(extra[0])} (known: initial, max, factor)`);
   const initialMs = parseDuration(initial, 'backoff.initial');
   const maxMs = max === undefined ? Math.max(initialMs, DEFAULT_MAX_MS) : parseDuration(max, 'backoff.max');
-  if (maxMs < initialMs) throw new LeaseholdError(ErrorCodes.INVALID_JOB, `backoff.max (${describe(max)}) must not be less than backoff.initial (${describe(initial)})`);
+  if (maxMs < initialMs) throw new LeaseholdError(ErrorCodes.invalidJob, `backoff.max (${describe(max)}) must not be less than backoff.initial (${describe(initial)})`);
   const f = factor ?? 2;
   if (typeof f !== 'number' || !Number.isFinite(f) || f < 1 || f > 100) {
-    throw new LeaseholdError(ErrorCodes.INVALID_JOB, `backoff.factor: ${describe(factor)} must be a number from 1 to 100`);
+    throw new LeaseholdError(ErrorCodes.invalidJob, `backoff.factor: ${describe(factor)} must be a number from 1 to 100`);
   }
   return { attempts, initialMs, maxMs, factor: f, jitter: true };
 }

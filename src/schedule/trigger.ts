@@ -3,7 +3,7 @@
  * applied) as a function from one moment to its next tick.
  * @module
  */
-import { LeaseholdError } from '../errors.js';
+import { ErrorCodes, LeaseholdError } from '../errors.js';
 import { parseCron, validateZone } from '../cron/index.js';
 import { parseDuration, formatDuration } from './duration.js';
 import { readSetting, type NormalizedJob } from './job.js';
@@ -90,7 +90,7 @@ function memoNext(cron: ReturnType<typeof parseCron>): (after: number) => number
  * A fixed-rate grid of `periodMs` anchored at `anchorMs` (epoch 0 for installation jobs, so
  * every node computes the same ticks).
  */
-export function fixedRateTrigger(periodMs: number, anchorMs: number): Trigger {
+function fixedRateTrigger(periodMs: number, anchorMs: number): Trigger {
   const expression = formatDuration(periodMs);
   return {
     kind: 'fixedRate',
@@ -103,7 +103,7 @@ export function fixedRateTrigger(periodMs: number, anchorMs: number): Trigger {
 }
 
 /** A fixed delay after each run's end. */
-export function fixedDelayTrigger(delayMs: number): Trigger {
+function fixedDelayTrigger(delayMs: number): Trigger {
   const expression = formatDuration(delayMs);
   return { kind: 'fixedDelay', expression, zone: undefined, key: `fixedDelay ${delayMs}`, intervalMs: delayMs, next: (after) => after + delayMs };
 }
@@ -130,7 +130,7 @@ export function resolveSchedule(
 ): EffectiveSchedule {
   const set = (['cron', 'fixedRate', 'fixedDelay'] as const).filter((k) => overrides[k] !== undefined && overrides[k] !== '');
   if (set.length > 1) {
-    throw new LeaseholdError('INVALID_JOB', `settings give two schedules (${set.map((k) => `${job.id}.${k}`).join(' and ')}); keep one`);
+    throw new LeaseholdError(ErrorCodes.invalidJob, `settings give two schedules (${set.map((k) => `${job.id}.${k}`).join(' and ')}); keep one`);
   }
   const kind = set[0] ?? job.schedule.kind;
   let trigger: Trigger;
@@ -166,7 +166,7 @@ export function resolveSchedule(
 }
 
 /** SPEC 3.3: the larger of 5 minutes and 3 intervals; an hour for a cron. */
-export function defaultTimeout(trigger: Trigger): number {
+function defaultTimeout(trigger: Trigger): number {
   if (trigger.kind === 'cron') return HOUR;
   return Math.min(2_147_483_647, Math.max(5 * 60_000, 3 * trigger.intervalMs));
 }

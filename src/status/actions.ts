@@ -18,7 +18,7 @@ import type { RedisSettings } from './settings.js';
 import { SnapshotCache } from './snapshot.js';
 
 /** How long `GET /health` waits for Redis to answer PING, in ms. */
-export const HEALTH_PING_TIMEOUT_MS = 1_000;
+const HEALTH_PING_TIMEOUT_MS = 1_000;
 
 /** What {@link createManageApi} needs. */
 export interface ManageApiDeps {
@@ -32,12 +32,12 @@ export interface ManageApiDeps {
   readonly onReadError: (err: unknown) => void;
 }
 
-/** Redis's own errors become `REDIS_ERROR` (the routes answer 503 for those). */
+/** Redis's own errors become `redisError` (the routes answer 503 for those). */
 async function redisCall<T>(p: Promise<T>): Promise<T> {
   try {
     return await p;
   } catch (err) {
-    throw new LeaseholdError(ErrorCodes.REDIS_ERROR, `Redis failed: ${errorMessage(err)}`, { cause: err });
+    throw new LeaseholdError(ErrorCodes.redisError, `Redis failed: ${errorMessage(err)}`, { cause: err });
   }
 }
 

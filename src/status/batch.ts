@@ -7,7 +7,7 @@ import type { RunEndedEvent, SkippedEvent } from '../runner/events.js';
 import type { RecordBatch } from '../redis/status-commands.js';
 
 /** Longest `lastError` (and run error) kept, in characters. */
-export const MAX_ERROR_LENGTH = 1_000;
+const MAX_ERROR_LENGTH = 1_000;
 
 /** One entry of the recent-runs list (`<prefix>:{<jobId>}:runs`), as stored (JSON). */
 export interface RecentRun {

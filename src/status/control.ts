@@ -35,7 +35,7 @@ export async function publishControl(redis: RedisClient, channel: string, messag
 }
 
 /** The channel on which Redis tells a tracking connection that a key it watches changed. */
-export const INVALIDATE_CHANNEL = '__redis__:invalidate';
+const INVALIDATE_CHANNEL = '__redis__:invalidate';
 
 /** What the settings source hears from the `sub` connection; see {@link subscribeControl}. */
 export interface SettingsWatch {

@@ -40,6 +40,6 @@ export async function forgetJob(redis: RedisClient, keys: Keys, jobId: string): 
     if (failed?.[0]) throw failed[0];
     return { kind: 'forgotten', keys: Number(replies[0]?.[1] ?? 0) };
   } catch (err) {
-    throw new LeaseholdError(ErrorCodes.REDIS_ERROR, `forgetting job ${JSON.stringify(jobId)} failed: ${errorMessage(err)}`, { cause: err });
+    throw new LeaseholdError(ErrorCodes.redisError, `forgetting job ${JSON.stringify(jobId)} failed: ${errorMessage(err)}`, { cause: err });
   }
 }

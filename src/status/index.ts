@@ -25,11 +25,11 @@ import { RedisSettings } from './settings.js';
 import { StatsWriter } from './writer.js';
 
 /** Command timeout of the status layer's Redis connection, in ms. */
-export const STATUS_COMMAND_TIMEOUT_MS = 2_000;
+const STATUS_COMMAND_TIMEOUT_MS = 2_000;
 /** How long `start()` waits for Redis before going on without it, in ms. */
-export const START_WAIT_MS = 1_000;
+const START_WAIT_MS = 1_000;
 /** How long `stop()` keeps trying to write what is left, in ms. */
-export const STOP_FLUSH_MS = 3_000;
+const STOP_FLUSH_MS = 3_000;
 
 /** Options of {@link createStatusLayer}. */
 export interface StatusLayerOptions {
@@ -82,10 +82,10 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
   const { core, logger } = opts;
   const failingStreak = opts.failingStreak ?? DEFAULT_FAILING_STREAK;
   if (!Number.isSafeInteger(failingStreak) || failingStreak < 1) {
-    throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, `failingStreak must be an integer >= 1, got ${String(opts.failingStreak)}`);
+    throw new LeaseholdError(ErrorCodes.invalidConfig, `failingStreak must be an integer >= 1, got ${String(opts.failingStreak)}`);
   }
   if (opts.recentRuns !== undefined && (!Number.isSafeInteger(opts.recentRuns) || opts.recentRuns < 1 || opts.recentRuns > 1_000)) {
-    throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, `recentRuns must be a whole number from 1 to 1000, got ${String(opts.recentRuns)}`);
+    throw new LeaseholdError(ErrorCodes.invalidConfig, `recentRuns must be a whole number from 1 to 1000, got ${String(opts.recentRuns)}`);
   }
   const keys = keyNames(opts.prefix);
   const { url, target: where, client } = opts.redis;

@@ -9,12 +9,10 @@ import { SETTING_FIELDS } from './settings.js';
 import { cronTrigger } from '../schedule/trigger.js';
 
 /** Counters of a job's stats hash, by name. */
-export const JOB_COUNTERS = [
+const JOB_COUNTERS = [
   'runs', 'succeeded', 'failed', 'timedOut', 'lockLost', 'interrupted',
   'overruns', 'skipped', 'skippedClaimed', 'skippedPaused', 'missed',
 ] as const;
-/** Counters of a job's per-instance rows. */
-export const INSTANCE_COUNTERS = ['runs', 'succeeded', 'failed', 'timedOut', 'lockLost', 'interrupted', 'overruns', 'skipped'] as const;
 
 /** A job's state in the status. */
 export const StatusStates = { ok: 'ok', degraded: 'degraded', invalidSchedule: 'invalidSchedule', paused: 'paused', orphaned: 'orphaned' } as const;
@@ -252,7 +250,7 @@ export function parseLease(value: string, pttl: number | null): LeaseStatus {
 }
 
 /** Groups `<instanceId>.<field>` fields into rows. */
-export function instanceRows(fields: Record<string, string>, live: ReadonlySet<string>): InstanceRow[] {
+function instanceRows(fields: Record<string, string>, live: ReadonlySet<string>): InstanceRow[] {
   const by = new Map<string, Record<string, string>>();
   for (const [f, v] of Object.entries(fields)) {
     const dot = f.lastIndexOf('.');
@@ -282,7 +280,7 @@ export function instanceRows(fields: Record<string, string>, live: ReadonlySet<s
 }
 
 /** The number of scheduled fires without a success after which a job is degraded (SPEC 5). */
-export const FIRES_WITHOUT_SUCCESS = 3;
+const FIRES_WITHOUT_SUCCESS = 3;
 
 /**
  * When a success is due at the latest: the {@link FIRES_WITHOUT_SUCCESS}th scheduled fire after

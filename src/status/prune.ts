@@ -11,7 +11,7 @@ import { pipelined } from '../redis/pipeline.js';
 import { pruneScript } from '../redis/status-commands.js';
 
 /** Rows of a gone instance are kept this long after its last write, in ms. */
-export const FORGET_ROWS_AFTER_MS = 3_600_000;
+const FORGET_ROWS_AFTER_MS = 3_600_000;
 /** How often a node prunes the rows of its instance jobs, in ms. */
 export const PRUNE_EVERY_MS = 10 * 60_000;
 

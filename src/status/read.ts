@@ -9,6 +9,7 @@
 import { ErrorCodes, LeaseholdError } from '../errors.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { Keys } from '../redis/keys.js';
+import { JOB_ID_PATTERN } from '../schedule/job.js';
 import { pipelined, type PipelineReply, type PipelinedCommand } from '../redis/pipeline.js';
 import type { RecentRun } from './batch.js';
 import {
@@ -49,7 +50,7 @@ async function exec(redis: RedisClient, reads: Reads): Promise<unknown[]> {
     if (!err) return value;
     // A key of the wrong type (an operator's mistake) reads as empty; anything else is Redis failing.
     if (err.name === 'ReplyError' && /^WRONGTYPE/.test(err.message)) return null;
-    throw new LeaseholdError(ErrorCodes.REDIS_ERROR, `reading the status from Redis failed: ${err.message}`, { cause: err });
+    throw new LeaseholdError(ErrorCodes.redisError, `reading the status from Redis failed: ${err.message}`, { cause: err });
   });
 }
 
@@ -66,8 +67,6 @@ function redisTime(v: unknown): number {
   return Number(s) * 1000 + Math.floor(Number(us) / 1000);
 }
 
-/** Job ids as `defineJob` accepts them; anything else in the job set (an operator's typo) is left out. */
-const JOB_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const INSTANCE_ID = /^[^{}\s]{1,128}$/;
 
 function byId(a: string, b: string): number {
@@ -87,7 +86,8 @@ async function readBase(redis: RedisClient, keys: Keys, jobId?: string): Promise
   else r.add(keys.jobs, (p) => p.sismember(keys.jobs, jobId));
   r.add(keys.settings, (p) => p.hgetall(keys.settings));
   const [time, members, jobs, settings] = await exec(redis, r);
-  const jobIds = jobId === undefined ? strings(jobs).filter((id) => JOB_ID.test(id)).sort(byId) : jobs === 1 ? [jobId] : [];
+  // An id defineJob refuses (an operator's typo in the job set) is left out.
+  const jobIds = jobId === undefined ? strings(jobs).filter((id) => JOB_ID_PATTERN.test(id)).sort(byId) : jobs === 1 ? [jobId] : [];
   return { nowMs: redisTime(time), members: strings(members).filter((id) => INSTANCE_ID.test(id)), jobIds, settings: hash(settings) };
 }
 
@@ -177,9 +177,4 @@ export async function readJob(redis: RedisClient, keys: Keys, jobId: string, opt
   );
   const recentRuns = strings(r[4]).flatMap((t) => parseRun(t) ?? []);
   return { ...status, recentRuns };
-}
-
-/** Whether a job id is in the job set. */
-export async function isRegistered(redis: RedisClient, keys: Keys, jobId: string): Promise<boolean> {
-  return (await redis.sismember(keys.jobs, jobId)) === 1;
 }

@@ -16,17 +16,17 @@ import { errorMessage } from '../errors.js';
 import { every, systemClock, type Repeating, type Timers } from '../clock.js';
 
 /** The heartbeat is refreshed this often, in ms. */
-export const HEARTBEAT_MS = 5_000;
+const HEARTBEAT_MS = 5_000;
 /** The heartbeat hash expires this long after its last refresh, in ms. */
-export const HEARTBEAT_TTL_MS = 15_000;
+const HEARTBEAT_TTL_MS = 15_000;
 /** Members of the instances set not seen for this long are removed, in ms. */
-export const INSTANCE_FORGET_MS = 60_000;
+const INSTANCE_FORGET_MS = 60_000;
 /**
  * The job ids are added to the job set with the first heartbeat, after a job is added, after a
  * failed heartbeat or a reconnection, and again this often (in case the set was deleted), in ms:
  * not with every heartbeat, which for a node of thousands of jobs is thousands of members.
  */
-export const JOBS_REFRESH_MS = 60_000;
+const JOBS_REFRESH_MS = 60_000;
 
 /** Options of {@link Registry}. */
 export interface RegistryOptions {

@@ -23,8 +23,6 @@ export const SETTINGS_POLL_MS = 500;
 
 /** The per-job fields of the settings hash. */
 export const SETTING_FIELDS = ['paused', 'cron', 'zone', 'fixedRate', 'fixedDelay', 'timeout', 'lease'] as const;
-/** One of {@link SETTING_FIELDS}. */
-export type SettingField = (typeof SETTING_FIELDS)[number];
 
 const FIELDS = new Set<string>(SETTING_FIELDS);
 

@@ -11,11 +11,11 @@
 import { systemClock, type Timers } from '../clock.js';
 
 /** A snapshot younger than this is served as it is, in ms. */
-export const FRESH_MS = 500;
+const FRESH_MS = 500;
 /** After its freshness, a snapshot is served this much longer while a new one is read, in ms. */
-export const STALE_MS = 2_000;
+const STALE_MS = 2_000;
 /** A snapshot stays fresh for at least this many times its read time. */
-export const READ_SHARE = 10;
+const READ_SHARE = 10;
 
 /** A value and its JSON text. */
 export interface Snapshot<T> {

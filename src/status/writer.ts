@@ -19,17 +19,17 @@ import { errorMessage } from '../errors.js';
 import { every, sleep, systemClock, waitAtMost, type Repeating, type TimerHandle, type Timers } from '../clock.js';
 
 /** Pause between two writes of a job's batch, in ms. */
-export const FLUSH_MS = 300;
+const FLUSH_MS = 300;
 /** Longest wait between two attempts while Redis fails, in ms. */
-export const MAX_BACKOFF_MS = 2_000;
+const MAX_BACKOFF_MS = 2_000;
 /** Every job's fields are refreshed (created if absent, `seenAt`) this often, in ms. */
-export const TOUCH_MS = 60_000;
+const TOUCH_MS = 60_000;
 /** Length of each job's recent-runs list, unless configured (`recentRuns`). */
-export const RUNS_CAP = 50;
+const RUNS_CAP = 50;
 /** Batches sent in one pipeline. */
-export const CHUNK = 200;
+const CHUNK = 200;
 /** How long the batches hash of a job outlives its last batch, in ms. */
-export const BATCHES_KEEP_MS = 7 * 24 * 3_600_000;
+const BATCHES_KEEP_MS = 7 * 24 * 3_600_000;
 
 /** What the writer needs of a runner. */
 export type WriterCore = Pick<RunnerCore, 'instanceId' | 'on' | 'jobs' | 'job' | 'now' | 'triggerOf'>;
