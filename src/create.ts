@@ -105,6 +105,11 @@ export interface Runner {
    */
   remove(jobId: string): boolean;
   /**
+   * Aborts the job's run in progress on this node with reason `cancelled` (outcome
+   * `cancelled`); false when it has none here. `POST /manage/jobs/:id/cancel` does it cluster-wide.
+   */
+  cancel(jobId: string): boolean;
+  /**
    * The HTTP routes (`/manage/jobs`, `/health`, `/metrics`, admin) as a fastify plugin bound
    * to this runner: `app.register(runner.routes)`. Without Redis `/health` and `/metrics`
    * answer, and the status routes say (503) that the status is kept in Redis.
@@ -244,6 +249,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
     jobs: () => core.jobs().map(jobInfo),
     runNow: (id) => core.runNow(id),
     remove: (id) => core.remove(id),
+    cancel: (id) => core.cancel(id),
     routes: status ? status.routes : async (app) => app.register(localRoutes, { metrics: metricsSource(metrics.registry) }),
     metrics: metrics.registry,
     status: async () => {

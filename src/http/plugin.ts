@@ -112,7 +112,7 @@ export const leaseholdRoutes: FastifyPluginAsync<LeaseholdRoutesOptions> = async
     return send(reply, decision.status, decision.message);
   };
 
-  const admin = (action: 'run' | 'pause' | 'resume'): void => {
+  const admin = (action: 'run' | 'pause' | 'resume' | 'cancel'): void => {
     app.post<{ Params: { id: string } }>(
       `/manage/jobs/:id/${action}`,
       { schema: { headers, querystring: query, params, body }, onRequest: adminOnly },
@@ -125,6 +125,7 @@ export const leaseholdRoutes: FastifyPluginAsync<LeaseholdRoutesOptions> = async
   admin('run');
   admin('pause');
   admin('resume');
+  admin('cancel');
 
   // A job that left the code of every node: its keys are removed (refused while a live node has it).
   app.delete<{ Params: { id: string } }>('/manage/jobs/:id', { schema: { headers, querystring: query, params }, onRequest: adminOnly }, async (req, reply) => {

@@ -32,8 +32,8 @@ export function attachLogListener(runner: RunnerCore, log: Logger): () => void {
         log.info({ ...fields, failedRuns: streak }, 'job "%s" recovered after %d unsuccessful runs', e.jobId, streak);
         return;
       }
-      if (e.outcome === 'interrupted') {
-        log.info({ ...fields, error: e.error }, 'run of "%s" interrupted by shutdown', e.jobId);
+      if (e.outcome === 'interrupted' || e.outcome === 'cancelled') {
+        log.info({ ...fields, error: e.error }, 'run of "%s" %s', e.jobId, e.outcome === 'cancelled' ? 'cancelled by an operator' : 'interrupted by shutdown');
         return;
       }
       const streak = (failing.get(e.jobId) ?? 0) + 1;

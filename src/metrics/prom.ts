@@ -302,7 +302,7 @@ export function createRunnerMetrics(core: MetricsCore, opts: { processMetrics?: 
       if (e.outcome === 'succeeded') {
         streak.put(e.jobId, 0);
         lastSuccess.put(e.jobId, e.endedAt / 1000);
-      } else if (e.outcome !== 'interrupted') {
+      } else if (e.outcome !== 'interrupted' && e.outcome !== 'cancelled') {
         streak.add(e.jobId, 1);
       }
     }),

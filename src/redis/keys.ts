@@ -62,7 +62,7 @@ export const KEY_TABLE: readonly KeyDescription[] = [
   { pattern: '<prefix>:jobs', type: 'set', purpose: 'ids of every registered job (added at start, when a job is added, after a reconnection, and every minute by each node)' },
   { pattern: '<prefix>:instances', type: 'zset', purpose: 'instance ids scored by last seen (ms); members unseen for 60 s are dropped' },
   { pattern: '<prefix>:instance:<id>', type: 'hash', purpose: 'one instance: `id`, `host`, `pid`, `version`, `startedAt`, `lastSeenAt`, `jobs`; TTL 15 s, refreshed every 5 s, so it expires when the node dies' },
-  { pattern: '<prefix>:control', type: 'channel', purpose: 'pub/sub channel: `{"type":"settings"}` after a settings change, `{"type":"run","jobId":...}` to run an instance job on every node' },
+  { pattern: '<prefix>:control', type: 'channel', purpose: 'pub/sub channel: `{"type":"settings"}` after a settings change, `{"type":"run","jobId":...}` to run an instance job on every node, `{"type":"cancel","jobId":...}` to cancel the job\'s run in progress wherever it runs' },
 ];
 
 const FORBIDDEN = /[{}\s]/;

@@ -12,6 +12,7 @@ export const RunOutcomes = {
   timedOut: 'timedOut',
   lockLost: 'lockLost',
   interrupted: 'interrupted',
+  cancelled: 'cancelled',
 } as const;
 /** One of {@link RunOutcomes}. */
 export type RunOutcome = (typeof RunOutcomes)[keyof typeof RunOutcomes];

@@ -53,7 +53,7 @@ const OUTCOME_OF: Record<AbortReasonCode, RunOutcome> = {
   timeout: 'timedOut',
   lockLost: 'lockLost',
   shutdown: 'interrupted',
-  cancelled: 'interrupted',
+  cancelled: 'cancelled',
 };
 
 /** Starts a run: calls the handler, arms its timeout and lease watcher. */

@@ -192,6 +192,18 @@ export class RunnerCore implements TimetableHost, ClaimHost {
   }
 
   /**
+   * Aborts the job's run in progress on this node with reason `cancelled` (recorded as
+   * outcome `cancelled`); the job runs again at its next tick.
+   * @returns false when the job is unknown or has no run in progress here.
+   */
+  cancel(jobId: string): boolean {
+    const run = this.slots.get(jobId)?.running;
+    if (!run || run.abortedReason !== undefined) return false;
+    run.abort(ErrorCodes.cancelled, `job "${jobId}" cancelled by an operator`);
+    return true;
+  }
+
+  /**
    * Stops: the timer first so no run begins, then waits up to the grace for runs in
    * progress, then aborts the rest with reason `shutdown` (recorded as `interrupted`).
    */

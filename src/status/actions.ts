@@ -28,6 +28,8 @@ export interface ManageApiDeps {
   readonly keys: Keys;
   readonly settings: RedisSettings;
   readonly failingStreak: number;
+  /** Asks every node to cancel the job's run in progress; resolves to the nodes that did. */
+  readonly cancelEverywhere: (jobId: string) => Promise<string[]>;
   /** Told about a background read of the status that failed. */
   readonly onReadError: (err: unknown) => void;
 }
@@ -124,6 +126,14 @@ export function createManageApi(d: ManageApiDeps): ManageApi {
 
     pause: (id) => setPaused(id, true),
     resume: (id) => setPaused(id, false),
+
+    async cancel(id) {
+      if (!core.job(id) && !(await known(id)).registered) return problem(404, `unknown job ${JSON.stringify(id)}`);
+      const nodes = await redisCall(d.cancelEverywhere(id));
+      if (nodes.length === 0) return problem(409, `job ${JSON.stringify(id)} has no run in progress`);
+      snapshot.invalidate();
+      return result(200, { jobId: id, cancelled: true, instances: nodes });
+    },
 
     async forget(id) {
       if (core.job(id)) return problem(409, `job ${JSON.stringify(id)} is registered on this node (${core.instanceId}); remove it from the code of every node first`);

@@ -35,6 +35,8 @@ export interface ManageApi {
   run(id: string): Promise<ActionResult>;
   pause(id: string): Promise<ActionResult>;
   resume(id: string): Promise<ActionResult>;
+  /** Aborts the job's run in progress wherever it runs (409 when none is). */
+  cancel(id: string): Promise<ActionResult>;
   /** Removes a job that no live node registers any more (refused, 409, while one does). */
   forget(id: string): Promise<ActionResult>;
 }

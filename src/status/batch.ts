@@ -127,7 +127,7 @@ export class JobBatch {
         this.successAtMs = e.endedAt;
         this.fails = 0;
       }
-    } else if (e.outcome !== 'interrupted') {
+    } else if (e.outcome !== 'interrupted' && e.outcome !== 'cancelled') {
       this.fails += 1;
     }
     const error = clip(e.error);

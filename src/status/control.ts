@@ -1,7 +1,10 @@
 /**
  * Control messages between nodes on the pub/sub channel `<prefix>:control`: JSON objects
- * `{"type":"settings"}` (the settings hash changed: read it now) and
- * `{"type":"run","jobId":"<id>"}` (run an instance job now on every node that has it).
+ * `{"type":"settings"}` (the settings hash changed: read it now),
+ * `{"type":"run","jobId":"<id>"}` (run an instance job now on every node that has it),
+ * `{"type":"cancel","jobId":"<id>"}` (abort the job's run in progress, wherever it runs, with
+ * reason `cancelled`; with a `requestId`, each node that cancelled one answers
+ * `{"type":"cancelled","jobId":"<id>","requestId":"...","instanceId":"..."}`).
  * @module
  */
 import { Cluster, type Redis } from 'ioredis';
@@ -11,7 +14,11 @@ import { errorMessage } from '../errors.js';
 import { SETTINGS_POLL_MS } from './settings.js';
 
 /** A control message. */
-export type ControlMessage = { readonly type: 'settings'; readonly jobId?: string } | { readonly type: 'run'; readonly jobId: string };
+export type ControlMessage =
+  | { readonly type: 'settings'; readonly jobId?: string }
+  | { readonly type: 'run'; readonly jobId: string }
+  | { readonly type: 'cancel'; readonly jobId: string; readonly requestId?: string }
+  | { readonly type: 'cancelled'; readonly jobId: string; readonly requestId: string; readonly instanceId: string };
 
 /** Parses a message; undefined when it is not one leasehold sends. */
 export function parseControl(text: string): ControlMessage | undefined {
@@ -23,9 +30,12 @@ export function parseControl(text: string): ControlMessage | undefined {
     return undefined;
   }
   if (typeof value !== 'object' || value === null) return undefined;
-  const { type, jobId } = value as { type?: unknown; jobId?: unknown };
+  const { type, jobId, requestId, instanceId } = value as { type?: unknown; jobId?: unknown; requestId?: unknown; instanceId?: unknown };
   if (type === 'settings') return typeof jobId === 'string' ? { type, jobId } : { type };
-  if (type === 'run' && typeof jobId === 'string' && jobId !== '') return { type, jobId };
+  if (typeof jobId !== 'string' || jobId === '') return undefined;
+  if (type === 'run') return { type, jobId };
+  if (type === 'cancel') return typeof requestId === 'string' ? { type, jobId, requestId } : { type, jobId };
+  if (type === 'cancelled' && typeof requestId === 'string' && typeof instanceId === 'string') return { type, jobId, requestId, instanceId };
   return undefined;
 }
 

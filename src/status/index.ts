@@ -18,7 +18,8 @@ import { keys as keyNames } from '../redis/keys.js';
 import type { RunnerCore, SettingsSource } from '../runner/runner.js';
 import type { ManageApi } from './api.js';
 import { createManageApi } from './actions.js';
-import { subscribeControl } from './control.js';
+import { CancelRequests } from './cancel.js';
+import { publishControl, subscribeControl } from './control.js';
 import { DEFAULT_FAILING_STREAK, type ClusterStatus } from './model.js';
 import { Registry } from './registry.js';
 import { RedisSettings } from './settings.js';
@@ -132,11 +133,22 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
     void settings.load();
     void registry.beat();
   });
+  const cancels = new CancelRequests(clock);
+  const onCancel = (jobId: string, requestId: string | undefined): void => {
+    if (!core.cancel(jobId)) return;
+    logger.info({ jobId }, 'run of %s cancelled through the control channel', jobId);
+    if (requestId) void publishControl(redis, keys.control, { type: 'cancelled', jobId, requestId, instanceId: core.instanceId }).catch(() => undefined);
+  };
   const api = createManageApi({
     core,
     redis,
     keys,
     settings,
+    cancelEverywhere: async (jobId) => {
+      const { requestId, answers } = cancels.open();
+      await publishControl(redis, keys.control, { type: 'cancel', jobId, requestId });
+      return answers;
+    },
     failingStreak,
     onReadError: (err) => logger.debug({ error: errorMessage(err) }, 'refreshing the status from Redis failed'),
   });
@@ -160,6 +172,8 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
         logger,
         onMessage: (m) => {
           if (m.type === 'settings') void settings.load();
+          else if (m.type === 'cancel') onCancel(m.jobId, m.requestId);
+          else if (m.type === 'cancelled') cancels.answer(m.requestId, m.instanceId);
           else if (core.job(m.jobId)?.job.scope === 'instance') {
             logger.info({ jobId: m.jobId }, 'run of %s requested through the control channel', m.jobId);
             core.runNow(m.jobId);

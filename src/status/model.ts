@@ -10,7 +10,7 @@ import { cronTrigger } from '../schedule/trigger.js';
 
 /** Counters of a job's stats hash, by name. */
 const JOB_COUNTERS = [
-  'runs', 'succeeded', 'failed', 'timedOut', 'lockLost', 'interrupted',
+  'runs', 'succeeded', 'failed', 'timedOut', 'lockLost', 'interrupted', 'cancelled',
   'overruns', 'skipped', 'skippedClaimed', 'skippedPaused', 'missed',
 ] as const;
 
@@ -40,6 +40,8 @@ export interface InstanceCounters {
   readonly lockLost: number;
   /** Runs aborted by a shutdown. */
   readonly interrupted: number;
+  /** Runs an operator cancelled. */
+  readonly cancelled: number;
   /** Starts skipped because the previous run was still going. */
   readonly overruns: number;
   /** Starts that did not happen, whatever the reason. */
@@ -269,6 +271,7 @@ function instanceRows(fields: Record<string, string>, live: ReadonlySet<string>)
     timedOut: count(r['timedOut']),
     lockLost: count(r['lockLost']),
     interrupted: count(r['interrupted']),
+    cancelled: count(r['cancelled']),
     overruns: count(r['overruns']),
     skipped: count(r['skipped']),
     lastOutcome: text(r['lastOutcome']),

@@ -51,7 +51,7 @@ if not keepMs or keepMs < 1 then
 end
 
 local COUNTERS = {
-  'runs', 'succeeded', 'failed', 'timedOut', 'lockLost', 'interrupted',
+  'runs', 'succeeded', 'failed', 'timedOut', 'lockLost', 'interrupted', 'cancelled',
   'overruns', 'skipped', 'skippedClaimed', 'skippedPaused', 'missed', 'streak',
 }
 local TEXTS = {
@@ -59,7 +59,7 @@ local TEXTS = {
   'lastSuccessAt', 'nextDueAt', 'invalidCause',
 }
 local INSTANCE_COUNTERS = {
-  'runs', 'succeeded', 'failed', 'timedOut', 'lockLost', 'interrupted', 'overruns', 'skipped',
+  'runs', 'succeeded', 'failed', 'timedOut', 'lockLost', 'interrupted', 'cancelled', 'overruns', 'skipped',
 }
 local INSTANCE_TEXTS = { 'lastOutcome', 'lastError', 'lastStartedAt', 'lastDurationMs', 'nextDueAt' }
 
