@@ -170,6 +170,10 @@ export function attachStatus(opts: AttachStatusOptions, runnerMetrics?: RunnerMe
     },
   });
   core.setSettings(status.settings);
+  metrics.successDeadlines(async () => {
+    const cluster = await status.api.cluster().catch(() => undefined);
+    return (cluster?.jobs ?? []).map((j) => ({ jobId: j.id, dueBy: j.state === 'paused' || j.state === 'orphaned' || !j.successDueBy ? null : Date.parse(j.successDueBy) }));
+  });
   const registry = metrics.registry;
   const routes: FastifyPluginAsync = async (app) => {
     await app.register(leaseholdRoutes, { api: status.api, metrics: metricsSource(registry), ...(adminToken ? { adminToken } : {}) });

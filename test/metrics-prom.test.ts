@@ -55,7 +55,10 @@ describe('metrics', () => {
     core.emitter.emit('skipped', { jobId: 'a', scope: 'installation', instanceId: 'n', reason: 'claimed', scheduledAt: t, at: t, recorded: true });
     core.emitter.emit('skipped', { jobId: 'b', scope: 'instance', instanceId: 'n', reason: 'overrun', scheduledAt: t, at: t, recorded: false });
     core.emitter.emit('missed', { jobId: 'a', count: 4, afterTick: 0, beforeTick: t });
+    m.successDeadlines(async () => [{ jobId: 'a', dueBy: t + 30_000 }, { jobId: 'b', dueBy: null }]);
     const s = samples(await m.registry.metrics());
+    assert.equal(s.get('leasehold_job_success_deadline_timestamp_seconds{job="a"}'), (t + 30_000) / 1000);
+    assert.equal(s.get('leasehold_job_success_deadline_timestamp_seconds{job="b"}'), undefined, 'no deadline, no series');
     assert.equal(s.get('leasehold_job_runs_total{job="a",outcome="succeeded"}'), 2);
     assert.equal(s.get('leasehold_job_runs_total{job="a",outcome="failed"}'), 1);
     assert.equal(s.get('leasehold_job_runs_total{job="a",outcome="timedOut"}'), 0, 'series exist from the start');

@@ -64,6 +64,7 @@ test('stepped back an hour: the cron job fires on at its next ticks in the new t
   assert.ok(gaps.every((g) => g === 3_000), `fixedRate gaps in elapsed time: ${gaps.join(',')}`);
   assert.ok(lines.some((l) => l['level'] === 40 && /wall clock stepped back by 1h/.test(String(l['msg']))), 'one warning with its size');
   assert.equal(lines.filter((l) => /wall clock stepped/.test(String(l['msg']))).length, 1);
+  assert.match(await runner.metrics.metrics(), /^leasehold_clock_steps_total 1$/m, 'counted');
   await runner.stop();
 });
 

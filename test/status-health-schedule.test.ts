@@ -77,3 +77,36 @@ describe('health on a job\'s real schedule', () => {
     assert.equal(successDeadline({ ...fixed, scheduleKind: 'cron', schedule: 'not a cron' }), null);
   });
 });
+
+describe('the success deadline in Prometheus', () => {
+  it('GET /metrics exports leasehold_job_success_deadline_timestamp_seconds as the status judges it', async () => {
+    const { startRedis } = await import('./helpers/redis.js');
+    const { RunnerCore } = await import('../src/runner/runner.js');
+    const { attachStatus } = await import('../src/create.js');
+    const { memoryLogger } = await import('./helpers/log.js');
+    const Fastify = (await import('fastify')).default;
+    const server = await startRedis();
+    const { logger } = memoryLogger();
+    const core = new RunnerCore({ instanceId: 'n', logger, shutdownGraceMs: 100 });
+    core.add({ id: 'office', cron: '0 0 9-17 * * MON-FRI', run: () => undefined });
+    const layer = attachStatus({ core, redis: { url: server.url }, prefix: 'deadline', logger });
+    await layer.start();
+    core.start();
+    await layer.flush();
+    const app = Fastify();
+    await app.register(layer.routes);
+    try {
+      const job = (await app.inject({ method: 'GET', url: '/manage/jobs/office' })).json<{ successDueBy: string }>();
+      assert.ok(job.successDueBy, 'the status has a deadline');
+      const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+      const m = /^leasehold_job_success_deadline_timestamp_seconds\{job="office"\} (\S+)$/m.exec(text);
+      assert.ok(m, 'the gauge is exported');
+      assert.equal(Number(m[1]) * 1000, Date.parse(job.successDueBy));
+    } finally {
+      await app.close();
+      await core.stop();
+      await layer.stop();
+      await server.stop();
+    }
+  });
+});

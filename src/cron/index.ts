@@ -6,3 +6,4 @@
 export { parseCron, type ParseCronOptions } from './parse.js';
 export type { CronSchedule } from './schedule.js';
 export { validateZone, formatInZone } from './zone.js';
+export { remember } from './cache.js';

@@ -4,6 +4,7 @@
  */
 import { Cron } from 'croner';
 import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
+import { remember } from './cache.js';
 import { compile } from './compile.js';
 import { FIELD_NAMES, fieldError, parseFields, quote } from './fields.js';
 import { type CronSchedule, createSchedule, cronerOptions } from './schedule.js';
@@ -27,14 +28,6 @@ const MACROS: ReadonlyMap<string, string> = new Map([
 ]);
 
 type SixParts = [string, string, string, string, string, string];
-
-/**
- * Recently parsed schedules by zone and expression. A schedule is immutable, so
- * one instance serves every caller; a setting re-read at every fire then costs
- * a lookup. Bounded, because each croner instance holds a 10,000-entry year table.
- */
-const recent = new Map<string, CronSchedule>();
-const MAX_RECENT = 64;
 
 function invalid(expression: string, why: string): LeaseholdError {
   return new LeaseholdError(ErrorCodes.invalidCron, `Invalid cron expression ${quote(expression)}: ${why}`);
@@ -83,13 +76,8 @@ export function parseCron(expr: string, opts: ParseCronOptions = {}): CronSchedu
   const expression = expr.trim();
   if (expression === '') throw new LeaseholdError(ErrorCodes.invalidCron, 'Invalid cron expression: it is empty');
   const zone = resolveZone(opts?.zone ?? 'UTC');
-  const key = `${zone.id}\n${expression}`;
-  const known = recent.get(key);
-  if (known !== undefined) return known;
-  const schedule = build(expression, zone);
-  if (recent.size >= MAX_RECENT) recent.delete(recent.keys().next().value ?? key);
-  recent.set(key, schedule);
-  return schedule;
+  // A schedule is immutable, so one instance serves every caller (kept in the cron cache).
+  return remember(`cron ${zone.id}\n${expression}`, () => build(expression, zone));
 }
 
 function build(expression: string, zone: ResolvedZone): CronSchedule {

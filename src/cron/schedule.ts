@@ -15,7 +15,7 @@ import type { Cron, CronOptions } from 'croner';
 import { ErrorCodes, LeaseholdError } from '../errors.js';
 import type { Compiled } from './compile.js';
 import type { CronFields, ValueSet } from './fields.js';
-import { type ResolvedZone, type WallClock, utcMs, wallClockReader, zonedToInstant } from './zone.js';
+import { type ResolvedZone, type WallClock, utcMs, zonedToInstant } from './zone.js';
 
 /** A cron expression parsed for one zone. Immutable; `next` has no hidden clock. */
 export interface CronSchedule {
@@ -71,7 +71,7 @@ class SpringCronSchedule implements CronSchedule {
   ) {
     this.#zone = zone;
     this.#cron = cron;
-    this.#wall = wallClockReader(zone);
+    this.#wall = zone.wallClock;
     this.#second = fields.second;
     this.#minute = fields.minute;
     this.#hour = fields.hour;

@@ -5,13 +5,16 @@
  * @module
  */
 import { ErrorCodes, LeaseholdError } from '../errors.js';
+import { remember } from './cache.js';
 
-/** A checked zone: its normalised id, and its offset when it is fixed. */
+/** A checked zone: its normalised id, its offset when it is fixed, and its wall clock. */
 export interface ResolvedZone {
   /** `UTC`, `+02:00`, or the IANA id as `Intl` resolves it (`Europe/Berlin`). */
   readonly id: string;
   /** Minutes east of UTC for `UTC` and fixed offsets; `null` for an IANA zone. */
   readonly offsetMinutes: number | null;
+  /** Fills `out` with the wall clock of instant `ms` in the zone, and returns it. */
+  readonly wallClock: Reader;
 }
 
 /** Local date and time fields of an instant; month 1-12. */
@@ -28,11 +31,9 @@ const OFFSET = /^([+-])(\d{2}):(\d{2})$/;
 const MAX_OFFSET_MINUTES = 14 * 60;
 const MS_PER_MINUTE = 60_000;
 
-const UTC: ResolvedZone = { id: 'UTC', offsetMinutes: 0 };
+type Reader = (ms: number, out: WallClock) => WallClock;
 
-/** Zones already checked: building an `Intl.DateTimeFormat` costs about 0.1 ms. Only valid zones are kept. */
-const resolvedZones = new Map<string, ResolvedZone>();
-const MAX_RESOLVED = 1024;
+const UTC: ResolvedZone = fixedZone('UTC', 0);
 
 function invalidZone(zone: unknown, why: string): LeaseholdError {
   const shown = typeof zone === 'string' ? JSON.stringify(zone.slice(0, 80)) : String(zone);
@@ -43,34 +44,33 @@ function invalidZone(zone: unknown, why: string): LeaseholdError {
  * Check a zone and say how to compute in it. `UTC`, `Z` and offsets `±HH:MM`
  * (up to 14 hours) are fixed; anything else must be an IANA id that `Intl`
  * knows. Throws {@link LeaseholdError} `invalidZone` naming the zone.
+ * An IANA zone is checked once (an `Intl.DateTimeFormat` costs about 0.1 ms)
+ * and kept in the cron cache; a zone that fails is not kept.
  */
 export function resolveZone(zone: unknown): ResolvedZone {
   if (typeof zone !== 'string' || zone === '') throw invalidZone(zone, 'expected an IANA zone id, a fixed offset such as +02:00, or UTC');
-  let resolved = resolvedZones.get(zone);
-  if (resolved === undefined) {
-    resolved = resolve(zone);
-    if (resolvedZones.size >= MAX_RESOLVED) resolvedZones.clear();
-    resolvedZones.set(zone, resolved);
-  }
-  return resolved;
-}
-
-function resolve(zone: string): ResolvedZone {
   if (zone === 'Z' || zone.toUpperCase() === 'UTC') return UTC;
   const m = OFFSET.exec(zone);
   if (m !== null) {
     const minutes = Number(m[2]) * 60 + Number(m[3]);
     if (Number(m[3]) > 59 || minutes > MAX_OFFSET_MINUTES) throw invalidZone(zone, 'a fixed offset must lie within -14:00 and +14:00');
-    if (minutes === 0) return UTC;
-    return { id: zone, offsetMinutes: m[1] === '-' ? -minutes : minutes };
+    return minutes === 0 ? UTC : fixedZone(zone, m[1] === '-' ? -minutes : minutes);
   }
-  let id: string;
+  return remember(`zone ${zone}`, () => ianaZone(zone));
+}
+
+function ianaZone(zone: string): ResolvedZone {
+  let f: Intl.DateTimeFormat;
   try {
-    id = new Intl.DateTimeFormat('en-US', { timeZone: zone }).resolvedOptions().timeZone;
+    f = new Intl.DateTimeFormat('en-US', {
+      timeZone: zone, hourCycle: 'h23',
+      year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric',
+    });
   } catch (err) {
     throw new LeaseholdError(ErrorCodes.invalidZone, `Invalid zone ${JSON.stringify(zone.slice(0, 80))}: unknown time zone`, { cause: err });
   }
-  return id === 'UTC' ? UTC : { id, offsetMinutes: null };
+  const id = f.resolvedOptions().timeZone;
+  return id === 'UTC' ? UTC : { id, offsetMinutes: null, wallClock: formatReader(f) };
 }
 
 /**
@@ -92,11 +92,6 @@ export function utcMs(year: number, month: number, day: number, hour: number, mi
   return d.getTime();
 }
 
-type Reader = (ms: number, out: WallClock) => WallClock;
-
-/** Wall-clock readers of IANA zones, one `Intl.DateTimeFormat` each. */
-const readers = new Map<string, Reader>();
-
 function readParts(parts: Intl.DateTimeFormatPart[], out: WallClock): void {
   for (const p of parts) {
     const v = Number(p.value);
@@ -109,26 +104,18 @@ function readParts(parts: Intl.DateTimeFormatPart[], out: WallClock): void {
   }
 }
 
-function zoneReader(id: string): Reader {
-  let reader = readers.get(id);
-  if (reader === undefined) {
-    const f = new Intl.DateTimeFormat('en-US', {
-      timeZone: id, hourCycle: 'h23',
-      year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric',
-    });
-    // Read `format` by position when it agrees with `formatToParts` on a probe, else use the parts.
-    const probe = Date.UTC(2001, 10, 23, 14, 5, 6);
-    const a = { year: 0, month: 0, day: 0, hour: 0, minute: 0, second: 0 };
-    const b = { ...a };
-    readDigits(f.format(probe), a);
-    readParts(f.formatToParts(probe), b);
-    const fast = Object.keys(a).every((k) => a[k as keyof WallClock] === b[k as keyof WallClock]);
-    reader = fast
-      ? (ms, out) => { readDigits(f.format(ms), out); return out; }
-      : (ms, out) => { readParts(f.formatToParts(ms), out); return out; };
-    readers.set(id, reader);
-  }
-  return reader;
+/** The wall-clock reader of an IANA zone's `Intl.DateTimeFormat`. */
+function formatReader(f: Intl.DateTimeFormat): Reader {
+  // Read `format` by position when it agrees with `formatToParts` on a probe, else use the parts.
+  const probe = Date.UTC(2001, 10, 23, 14, 5, 6);
+  const a = { year: 0, month: 0, day: 0, hour: 0, minute: 0, second: 0 };
+  const b = { ...a };
+  readDigits(f.format(probe), a);
+  readParts(f.formatToParts(probe), b);
+  const fast = Object.keys(a).every((k) => a[k as keyof WallClock] === b[k as keyof WallClock]);
+  return fast
+    ? (ms, out) => { readDigits(f.format(ms), out); return out; }
+    : (ms, out) => { readParts(f.formatToParts(ms), out); return out; };
 }
 
 /**
@@ -158,23 +145,21 @@ function readDigits(text: string, out: WallClock): void {
   }
 }
 
-/** Returns a function that fills `out` with the wall clock of `ms` in the zone. */
-export function wallClockReader(zone: ResolvedZone): Reader {
-  if (zone.offsetMinutes !== null) {
-    const offsetMs = zone.offsetMinutes * MS_PER_MINUTE;
-    const d = new Date(0);
-    return (ms, out) => {
-      d.setTime(ms + offsetMs);
-      out.year = d.getUTCFullYear();
-      out.month = d.getUTCMonth() + 1;
-      out.day = d.getUTCDate();
-      out.hour = d.getUTCHours();
-      out.minute = d.getUTCMinutes();
-      out.second = d.getUTCSeconds();
-      return out;
-    };
-  }
-  return zoneReader(zone.id);
+/** A zone at a fixed offset from UTC, in minutes east. */
+function fixedZone(id: string, offsetMinutes: number): ResolvedZone {
+  const offsetMs = offsetMinutes * MS_PER_MINUTE;
+  const d = new Date(0);
+  const wallClock: Reader = (ms, out) => {
+    d.setTime(ms + offsetMs);
+    out.year = d.getUTCFullYear();
+    out.month = d.getUTCMonth() + 1;
+    out.day = d.getUTCDate();
+    out.hour = d.getUTCHours();
+    out.minute = d.getUTCMinutes();
+    out.second = d.getUTCSeconds();
+    return out;
+  };
+  return { id, offsetMinutes, wallClock };
 }
 
 function floorSecond(ms: number): number {
@@ -184,7 +169,7 @@ function floorSecond(ms: number): number {
 /** Offset of the zone at instant `ms`, in ms east of UTC. */
 function offsetAt(zone: ResolvedZone, ms: number): number {
   if (zone.offsetMinutes !== null) return zone.offsetMinutes * MS_PER_MINUTE;
-  const w = wallClockReader(zone)(ms, { year: 0, month: 0, day: 0, hour: 0, minute: 0, second: 0 });
+  const w = zone.wallClock(ms, { year: 0, month: 0, day: 0, hour: 0, minute: 0, second: 0 });
   return utcMs(w.year, w.month, w.day, w.hour, w.minute, w.second) - floorSecond(ms);
 }
 
@@ -217,7 +202,7 @@ const pad = (n: number, width = 2): string => String(Math.abs(n)).padStart(width
 export function formatInZone(date: Date, zone: string | ResolvedZone): string {
   const z = typeof zone === 'string' ? resolveZone(zone) : zone;
   const ms = date.getTime();
-  const w = wallClockReader(z)(ms, { year: 0, month: 0, day: 0, hour: 0, minute: 0, second: 0 });
+  const w = z.wallClock(ms, { year: 0, month: 0, day: 0, hour: 0, minute: 0, second: 0 });
   const offsetMs = utcMs(w.year, w.month, w.day, w.hour, w.minute, w.second) - floorSecond(ms);
   // Local mean time before standard zones had offsets in seconds, which ISO-8601 cannot write.
   if (offsetMs % MS_PER_MINUTE !== 0) return formatInZone(date, UTC);

@@ -31,17 +31,9 @@ export interface RecentRun {
   readonly attempt: number;
 }
 
-/** The last few texts made by {@link iso}: the jobs due at one tick share their times. */
-const recentIso: Array<[number, string]> = [];
-const RECENT_ISO = 8;
-
 /** ISO-8601 text of epoch ms, or '' for null. */
 export function iso(ms: number | null | undefined): string {
-  if (ms === null || ms === undefined || !Number.isFinite(ms)) return '';
-  for (const [at, text] of recentIso) if (at === ms) return text;
-  const text = new Date(ms).toISOString();
-  if (recentIso.unshift([ms, text]) > RECENT_ISO) recentIso.pop();
-  return text;
+  return ms === null || ms === undefined || !Number.isFinite(ms) ? '' : new Date(ms).toISOString();
 }
 
 function clip(text: string | undefined): string {

@@ -1,0 +1,35 @@
+/**
+ * The one cache of cron work, keyed by the text it was asked for: zones checked, expressions
+ * parsed, and the triggers the schedule layer shares between jobs on the same expression and
+ * zone. Ten thousand jobs on one schedule then check its zone and parse it once, and a status
+ * read of a thousand cron jobs builds no croner instance. At most {@link MAX_CRON_CACHE}
+ * entries are kept, the least recently used dropped first (a parsed expression holds about
+ * 80 KB of croner's tables).
+ * @module
+ */
+
+/** How many entries the cache keeps. */
+export const MAX_CRON_CACHE = 1_000;
+
+const entries = new Map<string, object>();
+
+/**
+ * The value remembered under `key`, made by `make` when there is none (a value `make` throws
+ * for is not remembered). A key starts with what its value is (`zone `, `cron `, `trigger `),
+ * so a key always names a value of the one type its maker gives.
+ */
+export function remember<T extends object>(key: string, make: () => T): T {
+  const known = entries.get(key);
+  if (known !== undefined) {
+    entries.delete(key);
+    entries.set(key, known);
+    return known as T;
+  }
+  const made = make();
+  if (entries.size >= MAX_CRON_CACHE) {
+    const oldest = entries.keys().next();
+    if (!oldest.done) entries.delete(oldest.value);
+  }
+  entries.set(key, made);
+  return made;
+}
