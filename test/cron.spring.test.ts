@@ -206,3 +206,32 @@ describe('Spring rejects these (isValidExpression, CronFieldTests, BitsCronField
     assert.throws(() => parseCron(''), (err: unknown) => isLeaseholdError(err, 'invalidCron'));
   });
 });
+
+describe('far years: Spring searches any year, and so does leasehold (the 400-year Gregorian cycle)', () => {
+  test('*/15 * 1-4 * * * after 3912-07-01T09:53:50Z is 3912-07-02T01:00:00Z, as Spring answers', () => {
+    assert.equal(parseCron('*/15 * 1-4 * * *').next(new Date('3912-07-01T09:53:50Z'))?.toISOString(), '3912-07-02T01:00:00.000Z');
+  });
+
+  test('a fire 400 years on is the same fire 400 years on: weekdays, leap days, Friday the 13th, zones and DST', () => {
+    const cycle = (ms: number, k: number): number => ms + k * 146_097 * 86_400_000;
+    const cases: Array<[string, string | undefined]> = [
+      ['0 0 12 13 * FRI', undefined], ['0 0 0 29 2 *', undefined], ['0 30 2 * * *', 'America/New_York'],
+      ['0 0 9-17 * * MON-FRI', 'Europe/Berlin'], ['0 0 0 L * *', 'Australia/Lord_Howe'], ['0 15 10 ? * 6#3', '+05:30'],
+    ];
+    for (const [expr, zone] of cases) {
+      const s = parseCron(expr, zone ? { zone } : {});
+      for (const from of ['2424-02-27T00:00:00Z', '2426-03-07T00:00:00Z', '2431-10-30T00:00:00Z']) {
+        const base = s.next(new Date(from));
+        assert.ok(base, `${expr} fires after ${from}`);
+        for (const k of [1, 2, 5, 17]) {
+          const far = s.next(new Date(cycle(Date.parse(from), k)));
+          assert.equal(far?.getTime(), cycle(base.getTime(), k), `${expr} ${zone ?? 'UTC'} from ${from} plus ${400 * k} years`);
+        }
+      }
+    }
+  });
+
+  test('the last instant a Date holds ends the search', () => {
+    assert.equal(parseCron('0 0 0 1 1 *').next(new Date(8.64e15 - 1_000)), null);
+  });
+});

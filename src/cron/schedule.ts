@@ -25,15 +25,24 @@ export interface CronSchedule {
   readonly zone: string;
   /**
    * The first fire time strictly after `after`, or `null` when there is none
-   * (`0 0 0 31 6 *`), none before the year 3000, or none within the search bound.
+   * (`0 0 0 31 6 *`) or none within the search bound. Any year is searched (see
+   * {@link GREGORIAN_CYCLE_MS}).
    */
   next(after: Date): Date | null;
 }
 
 /** Searches start no earlier than 0001-01-02, where every zone has a year 1 wall clock. */
 const MIN_SEARCH_MS = utcMs(1, 1, 2, 0, 0, 0);
-/** croner finds nothing at or after the year 3000. */
-const MAX_SEARCH_MS = utcMs(3000, 1, 2, 0, 0, 0);
+/**
+ * croner finds nothing at or after the year 3000. The Gregorian calendar repeats every 400
+ * years (146,097 days, a whole number of weeks), and a zone's rules repeat too once past its
+ * last listed change: so a search from year 2600 on is made 400 years (or a multiple) earlier,
+ * and its answer moved back by as much.
+ */
+export const GREGORIAN_CYCLE_MS = 146_097 * 86_400_000;
+const SHIFT_FROM_MS = utcMs(2600, 1, 1, 0, 0, 0);
+/** The last instant a Date holds. */
+const MAX_DATE_MS = 8.64e15;
 /**
  * Dropped candidates per call, at most. A skipped local time costs one drop per
  * spring-forward night, so 128 drops in a row are decades of an expression that
@@ -90,7 +99,13 @@ class SpringCronSchedule implements CronSchedule {
     if (Number.isNaN(t)) {
       throw new LeaseholdError(ErrorCodes.invalidState, `CronSchedule.next needs a valid Date, got ${String(after)}`);
     }
-    if (t >= MAX_SEARCH_MS || this.#never) return null;
+    if (this.#never) return null;
+    if (t >= SHIFT_FROM_MS) {
+      const cycles = Math.floor((t - SHIFT_FROM_MS) / GREGORIAN_CYCLE_MS) + 1;
+      const fire = this.next(new Date(t - cycles * GREGORIAN_CYCLE_MS));
+      const ms = fire === null ? NaN : fire.getTime() + cycles * GREGORIAN_CYCLE_MS;
+      return ms <= MAX_DATE_MS ? new Date(ms) : null; // past the last instant a Date holds: none
+    }
     // croner wants a Date of this realm; a Date from another (a vm context) is copied.
     let from = after instanceof Date && t >= MIN_SEARCH_MS ? after : new Date(Math.max(t, MIN_SEARCH_MS));
     if (!this.#checked) return this.#cron.nextRun(from);
