@@ -5,7 +5,6 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { createRunner, isLeaseholdError, type JobContext, type RunEndedEvent } from '../src/index.js';
@@ -16,19 +15,13 @@ import { createRedis } from '../src/redis/connection.js';
 import { attachStatus, type AttachedStatus } from '../src/create.js';
 import { ManualClock } from './helpers/clock.js';
 import { memoryLogger } from './helpers/log.js';
+import { until } from './helpers/wait.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
 
 const PREFIX = 'cancel-test';
 const k = keyNames(PREFIX);
 const TOKEN = 'cancel-tok';
 
-async function until(what: string, f: () => boolean | Promise<boolean>, ms = 5_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await f())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 describe('runner.cancel', () => {
   it('aborts the run with reason cancelled, records it as cancelled, and the job runs again at its next tick', async () => {

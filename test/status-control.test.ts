@@ -13,6 +13,7 @@ import type { RunStartedEvent } from '../src/runner/events.js';
 import { RunnerCore } from '../src/runner/runner.js';
 import { attachStatus, type AttachedStatus as StatusLayer } from '../src/create.js';
 import { memoryLogger } from './helpers/log.js';
+import { until } from './helpers/wait.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
 
 const PREFIX = 'control-test';
@@ -25,13 +26,6 @@ interface TestNode {
   warnings: string[];
 }
 
-async function until(what: string, f: () => boolean | Promise<boolean>, ms = 5_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await f())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 describe('control through redis', () => {
   let server: TestRedis;
