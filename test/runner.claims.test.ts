@@ -199,3 +199,29 @@ test('with a claim lead, a run still going at the early fire is judged on the ti
   assert.deepEqual(events, ['start 1000', 'start 2000', 'start 3000']);
   await core.stop();
 });
+
+test('ticks while paused, while the schedule was invalid, or on an older schedule are not counted missed', async () => {
+  const clock = new ManualClock(T0);
+  const { logger } = memoryLogger();
+  const overrides: Record<string, string> = {};
+  const core = new RunnerCore({ instanceId: 'me', logger, shutdownGraceMs: 0, clock, settings: { get: () => ({ ...overrides }) } });
+  const missed: number[] = [];
+  core.on('missed', (e) => missed.push(e.count));
+  core.add({ id: 'j', scope: 'installation', cron: '* * * * * *', run: () => {} });
+  core.start();
+  await clock.advance(3_000);
+  overrides['paused'] = 'true';
+  core.refresh('j');
+  await clock.advance(3_000);
+  overrides['paused'] = 'false';
+  core.refresh('j');
+  await clock.advance(2_000);
+  overrides['cron'] = 'not a cron';
+  core.refresh('j');
+  await clock.advance(3_000);
+  overrides['cron'] = '*/2 * * * * *';
+  core.refresh('j');
+  await clock.advance(5_000);
+  assert.deepEqual(missed, [], 'nothing was due and run by no node');
+  await core.stop();
+});

@@ -82,7 +82,8 @@ export class Claims {
     switch (result.kind) {
       case 'claimed': {
         if (result.previousTick !== null && mode === 'grid') {
-          const count = countMissedTicks(eff.trigger, result.previousTick, tick);
+          // Ticks before the job was due again (paused, invalid, another schedule) are not missed.
+          const count = countMissedTicks(eff.trigger, Math.max(result.previousTick, slot.dueSince), tick);
           if (count > 0) host.emitter.emit('missed', { jobId: slot.job.id, count, afterTick: result.previousTick, beforeTick: tick });
         }
         host.startRun(slot, eff, tick, mode === 'manual', result.lease);

@@ -173,7 +173,7 @@ export class RunnerCore implements TimetableHost, ClaimHost {
     if (!slot || this.status !== 'running') return;
     const { paused, invalidCause } = slot;
     const before = slot.effective?.trigger.key;
-    slot.resolve(this.settings, this.emitter, this.log);
+    this.resolve(slot);
     if (slot.paused !== paused || slot.effective?.trigger.key !== before || slot.invalidCause !== invalidCause) {
       if (!slot.running || slot.effective?.trigger.kind !== 'fixedDelay') this.timetable.planNext(slot, this.now(), true);
     }
@@ -229,7 +229,7 @@ export class RunnerCore implements TimetableHost, ClaimHost {
 
   private planFirst(slot: Slot): void {
     slot.anchor = this.now() + slot.job.initialDelayMs;
-    slot.resolve(this.settings, this.emitter, this.log);
+    this.resolve(slot);
     this.timetable.planFirst(slot);
   }
 
@@ -256,7 +256,7 @@ export class RunnerCore implements TimetableHost, ClaimHost {
 
   /** Applies a job's settings again (the timetable asks after moving a grid). */
   resolve(slot: Slot): void {
-    slot.resolve(this.settings, this.emitter, this.log);
+    slot.resolve(this.settings, this.emitter, this.log, this.now());
   }
 
   /** The claims of the jobs due at one wake travel together, and leave before anything else. */

@@ -34,6 +34,11 @@ export class Slot {
   nextAt: number | null = null;
   /** The last tick this node handled (ran, claimed or skipped). */
   lastTick = -Infinity;
+  /**
+   * Since when (shared clock) the job has been due on its current schedule: its registration,
+   * a resume, a return to a valid schedule, or a new schedule. Ticks before it are not missed.
+   */
+  dueSince = -Infinity;
   /** The tick whose claim is in flight: nothing else starts meanwhile. */
   claiming: number | undefined;
   /** The run in progress. */
@@ -63,7 +68,7 @@ export class Slot {
   }
 
   /** Applies the job's current settings; emits state changes and warnings. */
-  resolve(settings: SettingsSource, emitter: Emitter, log: Logger): void {
+  resolve(settings: SettingsSource, emitter: Emitter, log: Logger, now: number): void {
     const id = this.job.id;
     const overrides = readOverrides(settings, id, log);
     // The same overrides object and no environment setting: nothing can have changed.
@@ -71,6 +76,7 @@ export class Slot {
     this.overrides = overrides;
     const prevState = this.state;
     const prevCause = this.invalidCause;
+    const prevKey = this.effective?.trigger.key;
     const paused = overrides.paused?.trim().toLowerCase();
     if (paused !== undefined && paused !== '' && paused !== 'true' && paused !== 'false') {
       this.warnOnce(emitter, `settings: ${id}.paused is ${JSON.stringify(overrides.paused)}; expected true or false, ignored`);
@@ -86,6 +92,9 @@ export class Slot {
       this.invalidCause = errorMessage(err);
     }
     const state = this.state;
+    // A resume, a return to a valid schedule, a new schedule (not the first resolve: ticks
+    // while every node was down are missed all the same).
+    if (state === 'ok' && (prevState !== 'ok' || (prevKey !== undefined && this.effective?.trigger.key !== prevKey))) this.dueSince = now;
     if (state !== prevState || (state === 'invalidSchedule' && this.invalidCause !== prevCause)) {
       emitter.emit('jobState', { jobId: id, state, cause: this.invalidCause });
     }
