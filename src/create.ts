@@ -169,6 +169,7 @@ export function attachStatus(opts: AttachStatusOptions): AttachedStatus {
   const routes: FastifyPluginAsync = async (app) => {
     await app.register(leaseholdRoutes, {
       api: status.api,
+      instanceId: core.instanceId,
       /** The text exposition of every metric. */
       metrics: async () => ({ contentType: registry.contentType, text: await registry.metrics() }),
       ...(adminToken ? { adminToken } : {}),
@@ -239,7 +240,11 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
     on: (event, fn) => core.on(event, fn),
     jobs: () => core.jobs().map(jobInfo),
     runNow: (id) => core.runNow(id),
-    routes: status ? status.routes : localRoutes,
+    routes: status
+      ? status.routes
+      : async (app) => {
+          await app.register(localRoutes, { instanceId });
+        },
     /** The text exposition of every metric. */
     metrics: status?.metrics,
     status: async () => {

@@ -424,4 +424,12 @@ describe('infra/nginx/nginx.conf', () => {
     const root = find(server, 'location').find((l) => l.args.join(' ') === '/');
     assert.equal(find(root?.block, 'proxy_pass')[0]?.args[0], `http://${find(http, 'upstream')[0]?.args[0]}`);
   });
+
+  it('passes the X-Leasehold-Node header of the node that answered through, neither setting nor hiding it', () => {
+    const all = (ds: Directive[] | undefined): Directive[] => (ds ?? []).flatMap((d) => [d, ...all(d.block)]);
+    const touching = all(conf).filter(
+      (d) => ['add_header', 'add_trailer', 'more_set_headers', 'more_clear_headers', 'proxy_hide_header'].includes(d.name) && d.args.some((a) => /x-leasehold-node/i.test(a)),
+    );
+    assert.deepEqual(touching.map((d) => `${d.name} ${d.args.join(' ')}`), [], 'each node sets the header to its instance id');
+  });
 });
