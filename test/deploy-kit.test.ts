@@ -10,7 +10,7 @@
  * prometheus. Without them the test is skipped, unless CI is set: then it fails.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, closeSync, constants, existsSync, openSync, readFileSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -18,7 +18,7 @@ import { delimiter, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
-import { list, obj, read } from './helpers/infra.js';
+import { ROOT, list, obj, read } from './helpers/infra.js';
 import { spawnLeasehold, type NodeProc } from './helpers/node.js';
 import { freePort, startRedis, type TestRedis } from './helpers/redis.js';
 
@@ -112,6 +112,19 @@ function alertRules(shipped: string): string {
   assert.ok(rule);
   rule['for'] = FAILING_FOR;
   return stringifyYaml(rules);
+}
+
+/**
+ * The command of infra/Dockerfile's HEALTHCHECK (exec form), as it runs in the image's /app:
+ * here from the repository root, with this machine's node.
+ */
+function healthcheckCommand(dockerfile: string): string[] {
+  const joined = dockerfile.replace(/\\\n/g, ' ');
+  const m = /^HEALTHCHECK\s.*?\bCMD\s+(\[.*\])\s*$/m.exec(joined);
+  assert.ok(m, 'the Dockerfile has a HEALTHCHECK with an exec-form CMD');
+  const command = JSON.parse(m[1] ?? '[]') as string[];
+  assert.equal(command[0], 'node');
+  return [process.execPath, ...command.slice(1)];
 }
 
 // ---- processes -------------------------------------------------------------------------
@@ -215,10 +228,11 @@ interface JobRow {
   lockLost: number;
   interrupted: number;
   overruns: number;
-  skipped: number;
   missed: number;
+  state: string;
 }
-const COUNTERS = ['runs', 'succeeded', 'failed', 'timedOut', 'lockLost', 'interrupted', 'overruns', 'skipped', 'missed'] as const;
+/** The totals compared; not `skipped`, which keeps counting the ticks of a paused job. */
+const COUNTERS = ['runs', 'succeeded', 'failed', 'timedOut', 'lockLost', 'interrupted', 'overruns', 'missed'] as const;
 const totals = (jobs: readonly JobRow[]): Record<string, Record<string, number>> =>
   Object.fromEntries(jobs.map((j) => [j.id, Object.fromEntries(COUNTERS.map((c) => [c, j[c]]))]));
 
@@ -226,6 +240,7 @@ interface Target { labels: Record<string, string>; health: string; scrapeUrl: st
 interface Alert { labels: Record<string, string>; state: string }
 
 const NODE_IDS = ['deploy-node-1', 'deploy-node-2', 'deploy-node-3'] as const;
+const ADMIN_TOKEN = 'deploy-kit-token';
 
 describe('the deploy kit, run on this machine', { skip, timeout: 60_000 }, () => {
   let dir = '';
@@ -251,7 +266,7 @@ describe('the deploy kit, run on this machine', { skip, timeout: 60_000 }, () =>
           REDIS_URL: redisUrl,
           LEASEHOLD_PREFIX: 'deploy-kit',
           LEASEHOLD_INSTANCE_ID: id,
-          LEASEHOLD_ADMIN_TOKEN: 'deploy-kit-token',
+          LEASEHOLD_ADMIN_TOKEN: ADMIN_TOKEN,
           LEASEHOLD_SHUTDOWN_GRACE: '1s',
           HOST: '127.0.0.1',
           PORT: '0',
@@ -318,26 +333,6 @@ describe('the deploy kit, run on this machine', { skip, timeout: 60_000 }, () =>
     assert.deepEqual([...seen].sort(), [...NODE_IDS], logs());
   });
 
-  it('answers the same job totals from every node, directly and through nginx', async () => {
-    const answers = await until(
-      'three nodes to answer equal totals with runs counted',
-      async () => {
-        const all = await Promise.all([...nodeAddrs.map((a) => getJson<{ jobs: JobRow[] }>(`http://${a}/manage/jobs`)), getJson<{ jobs: JobRow[] }>(`${lb}/manage/jobs`)]);
-        const first = JSON.stringify(totals(all[0]?.body.jobs ?? []));
-        const counted = totals(all[0]?.body.jobs ?? []);
-        const ran = (counted['heartbeat']?.['succeeded'] ?? 0) >= 2 && (counted['always-fails']?.['failed'] ?? 0) >= 3;
-        return ran && all.every((a) => JSON.stringify(totals(a.body.jobs)) === first) && all;
-      },
-      20_000,
-      logs,
-      100,
-    );
-    assert.deepEqual(answers.slice(0, 3).map((a) => a.node), [...NODE_IDS], 'each node answered for itself');
-    const agreed = totals(answers[0]?.body.jobs ?? []);
-    assert.equal(agreed['always-fails']?.['succeeded'], 0);
-    assert.equal(agreed['heartbeat']?.['failed'], 0);
-  });
-
   it('has Prometheus scrape all three nodes with the shipped scrape job', async () => {
     const targets = await until(
       'three leasehold targets up',
@@ -368,5 +363,51 @@ describe('the deploy kit, run on this machine', { skip, timeout: 60_000 }, () =>
     const res = await getJson<{ data: { alerts: Alert[] } }>(`${prom}/api/v1/alerts`);
     const others = res.body.data.alerts.filter((a) => a.labels['alertname'] === 'LeaseholdJobFailing' && a.labels['job'] !== 'always-fails');
     assert.deepEqual(others, [], 'the job that succeeds does not alert');
+  });
+
+  it('keeps every node healthy for the image\'s HEALTHCHECK although a job keeps failing, which /health reports', async () => {
+    const [cmd, ...args] = healthcheckCommand(read('infra/Dockerfile'));
+    for (const [i, addr] of nodeAddrs.entries()) {
+      const health = await getJson<{ reasons: Array<{ check: string; jobId?: string }> }>(`http://${addr}/health`);
+      assert.equal(health.status, 503, `${NODE_IDS[i]}: /health reports the degraded job`);
+      assert.deepEqual(health.body.reasons.map((r) => `${r.check} ${r.jobId ?? ''}`), ['job always-fails'], JSON.stringify(health.body));
+      const port = addr.split(':')[1] ?? '';
+      const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+        execFile(cmd ?? process.execPath, args, { cwd: ROOT, env: { ...process.env, PORT: port }, timeout: 10_000 }, (err, _out, stderr) => {
+          resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stderr });
+        });
+      });
+      assert.equal(result.code, 0, `${NODE_IDS[i]}: ${result.stderr}`);
+    }
+  });
+
+  it('answers the same job totals from every node, directly and through nginx, once the jobs are paused through nginx', async () => {
+    // Paused, the jobs stop running within a second and their totals settle; running, they
+    // change every few hundred milliseconds and four reads rarely land between two writes.
+    for (const id of ['always-fails', 'heartbeat']) {
+      const res = await fetch(`${lb}/manage/jobs/${id}/pause`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, signal: AbortSignal.timeout(3_000) });
+      assert.equal(res.status, 200, await res.text());
+    }
+    let previous = '';
+    const answers = await until(
+      'the totals to settle, equal on every node',
+      async () => {
+        const all = await Promise.all([...nodeAddrs.map((a) => getJson<{ jobs: JobRow[] }>(`http://${a}/manage/jobs`)), getJson<{ jobs: JobRow[] }>(`${lb}/manage/jobs`)]);
+        const seen = all.map((a) => JSON.stringify(totals(a.body.jobs)));
+        const equal = seen.every((t) => t === seen[0]);
+        const settled = equal && seen[0] === previous && all.every((a) => a.body.jobs.every((j) => j.state === 'paused'));
+        previous = equal ? (seen[0] ?? '') : '';
+        return settled && all;
+      },
+      20_000,
+      logs,
+      1_500,
+    );
+    assert.deepEqual(answers.slice(0, 3).map((a) => a.node), [...NODE_IDS], 'each node answered for itself');
+    const agreed = totals(answers[0]?.body.jobs ?? []);
+    assert.ok((agreed['heartbeat']?.['succeeded'] ?? 0) >= 2, JSON.stringify(agreed));
+    assert.equal(agreed['heartbeat']?.['failed'], 0);
+    assert.ok((agreed['always-fails']?.['failed'] ?? 0) >= 3 * NODE_IDS.length, JSON.stringify(agreed));
+    assert.equal(agreed['always-fails']?.['succeeded'], 0);
   });
 });
