@@ -176,7 +176,7 @@ export function attachStatus(opts: AttachStatusOptions, runnerMetrics?: RunnerMe
   });
   const registry = metrics.registry;
   const routes: FastifyPluginAsync = async (app) => {
-    await app.register(leaseholdRoutes, { api: status.api, metrics: metricsSource(registry), ...(adminToken ? { adminToken } : {}) });
+    await app.register(leaseholdRoutes, { api: status.api, instanceId: core.instanceId, metrics: metricsSource(registry), ...(adminToken ? { adminToken } : {}) });
   };
   return {
     ...status,
@@ -254,7 +254,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
     runNow: (id) => core.runNow(id),
     remove: (id) => core.remove(id),
     cancel: (id) => core.cancel(id),
-    routes: status ? status.routes : async (app) => app.register(localRoutes, { metrics: metricsSource(metrics.registry) }),
+    routes: status ? status.routes : async (app) => app.register(localRoutes, { instanceId, metrics: metricsSource(metrics.registry) }),
     metrics: metrics.registry,
     status: async () => {
       if (!status) throw new LeaseholdError(ErrorCodes.invalidState, 'the job status is kept in Redis: configure redisUrl, redisClusterNodes, redisSentinels or redis');

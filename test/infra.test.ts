@@ -153,7 +153,7 @@ describe('infra/Dockerfile', () => {
     assert.match(name ?? '', /^[1-9]\d*$/, 'numeric, so Kubernetes can verify runAsNonRoot');
   });
 
-  it('checks health with node on GET /health, within the HEALTHCHECK timeout', () => {
+  it('checks health with node on GET /health/ready (not /health, 503 for a degraded job), within the HEALTHCHECK timeout', () => {
     const hc = lastOf(finalStage, 'HEALTHCHECK');
     assert.ok(hc, 'HEALTHCHECK is set');
     const m = /^((?:--[\w-]+=\S+\s+)*)CMD\s+(.*)$/s.exec(hc.args);
@@ -165,7 +165,8 @@ describe('infra/Dockerfile', () => {
     const copied = finalStage?.instructions.filter((i) => i.keyword === 'COPY').map(copyOf).find((c) => c.dest.endsWith(script));
     assert.ok(copied, `${script} is copied into the image`);
     const source = read(copied.sources[0] ?? '');
-    assert.match(source, /['"]\/health['"]/, 'the script requests /health');
+    assert.match(source, /['"]\/health\/ready['"]/, 'the script requests /health/ready');
+    assert.doesNotMatch(source, /['"]\/health['"]/, 'not /health: one failing job would mark the container unhealthy');
     const timeout = /--timeout=(\S+)/.exec(m[1] ?? '')?.[1];
     assert.ok(timeout, 'HEALTHCHECK sets --timeout');
     const scriptTimeout = Number(/HEALTHCHECK_TIMEOUT_MS \|\| (\d+)/.exec(source)?.[1]);
@@ -231,7 +232,7 @@ describe('infra/healthcheck.mjs', () => {
     return new Promise((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
   };
 
-  it('exits 0 when GET /health answers 200, 1 when it answers 503', async () => {
+  it('exits 0 when GET /health/ready answers 200, 1 when it answers 503', async () => {
     let status = 200;
     const paths: string[] = [];
     const { server, port } = await serve((req, res) => {
@@ -244,7 +245,7 @@ describe('infra/healthcheck.mjs', () => {
       const unhealthy = await check(port);
       assert.equal(unhealthy.code, 1);
       assert.match(unhealthy.stderr, /503/);
-      assert.deepEqual(paths, ['GET /health', 'GET /health']);
+      assert.deepEqual(paths, ['GET /health/ready', 'GET /health/ready']);
     } finally {
       await close(server);
     }
@@ -423,5 +424,13 @@ describe('infra/nginx/nginx.conf', () => {
     assert.deepEqual(listen, published);
     const root = find(server, 'location').find((l) => l.args.join(' ') === '/');
     assert.equal(find(root?.block, 'proxy_pass')[0]?.args[0], `http://${find(http, 'upstream')[0]?.args[0]}`);
+  });
+
+  it('passes the X-Leasehold-Node header of the node that answered through, neither setting nor hiding it', () => {
+    const all = (ds: Directive[] | undefined): Directive[] => (ds ?? []).flatMap((d) => [d, ...all(d.block)]);
+    const touching = all(conf).filter(
+      (d) => ['add_header', 'add_trailer', 'more_set_headers', 'more_clear_headers', 'proxy_hide_header'].includes(d.name) && d.args.some((a) => /x-leasehold-node/i.test(a)),
+    );
+    assert.deepEqual(touching.map((d) => `${d.name} ${d.args.join(' ')}`), [], 'each node sets the header to its instance id');
   });
 });

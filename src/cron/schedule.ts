@@ -25,8 +25,8 @@ export interface CronSchedule {
   readonly zone: string;
   /**
    * The first fire time strictly after `after`, or `null` when there is none
-   * (`0 0 0 31 6 *`) or none within the search bound. Any year is searched (see
-   * {@link GREGORIAN_CYCLE_MS}).
+   * (`0 0 0 31 6 *`) or none within the search bound. Any year is searched
+   * (a search past the year 2600 runs whole 400-year Gregorian cycles earlier).
    */
   next(after: Date): Date | null;
 }

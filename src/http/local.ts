@@ -4,16 +4,22 @@
  * @module
  */
 import type { FastifyPluginAsync } from 'fastify';
-import type { MetricsSource } from './plugin.js';
+import { nameTheNode, type MetricsSource } from './plugin.js';
 
 /** Options of {@link localRoutes}. */
 export interface LocalRoutesOptions {
+  /** This node's id, sent as the `X-Leasehold-Node` header of every answer. */
+  readonly instanceId: string;
   /** What `GET /metrics` serves. */
   readonly metrics: MetricsSource;
 }
 
-/** `GET /health` and `GET /metrics` answer; the status routes say that the status is kept in Redis. */
+/**
+ * `GET /health` and `GET /metrics` answer; the status routes say that the status is kept in
+ * Redis. Every answer names this node in its `X-Leasehold-Node` header.
+ */
 export const localRoutes: FastifyPluginAsync<LocalRoutesOptions> = async (app, opts) => {
+  nameTheNode(app, opts.instanceId);
   const needRedis = { statusCode: 503, error: 'Service Unavailable', message: 'the job status is kept in Redis: configure REDIS_URL (or start with --private-redis)' };
   app.get('/health', async () => ({ status: 'ok', reasons: [], redis: 'not configured' }));
   app.get('/health/live', async () => ({ status: 'ok', reasons: [] }));

@@ -17,10 +17,29 @@ export type MetricsSource = () => Promise<{ contentType: string; text: string }>
 /** Options of {@link leaseholdRoutes}. */
 export interface LeaseholdRoutesOptions {
   readonly api: ManageApi;
+  /**
+   * This node's id, sent as the `X-Leasehold-Node` header of every answer of these routes, so
+   * behind a load balancer a caller sees which node answered.
+   */
+  readonly instanceId: string;
   /** What `GET /metrics` serves. */
   readonly metrics: MetricsSource;
   /** Bearer token of the admin routes; without one they are refused (403). */
   readonly adminToken?: string;
+}
+
+/** The response header that names the node that answered. */
+export const NODE_HEADER = 'x-leasehold-node';
+
+/**
+ * Sends `X-Leasehold-Node: <instanceId>` with every answer of the routes of `app`'s context:
+ * successes, refusals of the admin hook, validation and other errors alike.
+ */
+export function nameTheNode(app: FastifyInstance, instanceId: string): void {
+  app.addHook('onSend', async (_req, reply, payload) => {
+    void reply.header(NODE_HEADER, instanceId);
+    return payload;
+  });
 }
 
 const headers = {
@@ -66,14 +85,16 @@ function onError(app: FastifyInstance) {
 /**
  * The routes: `GET /manage/jobs`, `GET /manage/jobs/:id`, `POST /manage/jobs/:id/run`,
  * `.../pause`, `.../resume`, `GET /health` (and `/health/live`, `/health/ready` for
- * probes), `GET /metrics`. Register it with
- * `app.register(leaseholdRoutes, { api, metrics, adminToken })` (fastify's `prefix` option works).
+ * probes), `GET /metrics`, each answer with an `X-Leasehold-Node` header naming this node. Register
+ * it with `app.register(leaseholdRoutes, { api, instanceId, metrics, adminToken })` (fastify's
+ * `prefix` option works).
  * Job ids run to 128 characters, longer than fastify's default `maxParamLength` (100, answered
  * 414): create the instance with `routerOptions: { maxParamLength: 256 }` to reach every job.
  */
 export const leaseholdRoutes: FastifyPluginAsync<LeaseholdRoutesOptions> = async (app, opts) => {
   const { api } = opts;
   const check = bearerChecker(opts.adminToken);
+  nameTheNode(app, opts.instanceId);
 
   // An empty JSON body is no body: `curl -X POST -H 'content-type: application/json'` works.
   app.removeContentTypeParser('application/json');
