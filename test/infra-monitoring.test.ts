@@ -34,6 +34,8 @@ const LEASEHOLD_METRICS: Readonly<Record<string, MetricType>> = {
   leasehold_job_interval_seconds: 'gauge',
   leasehold_job_invalid_schedule: 'gauge',
   leasehold_job_failing_streak: 'gauge',
+  leasehold_job_success_deadline_timestamp_seconds: 'gauge',
+  leasehold_clock_steps_total: 'counter',
 };
 /** Series Prometheus writes itself for every target. */
 const SCRAPE_SERIES: Readonly<Record<string, MetricType>> = { up: 'gauge' };
@@ -217,7 +219,7 @@ describe('infra/prometheus/alerts.yml', () => {
       ['failed runs', (e) => has(e, 'leasehold_job_runs_total') && labelValues(e, 'outcome').includes('failed')],
       ['lost leases', (e) => has(e, 'leasehold_lease_lost_total')],
       ['missed ticks', (e) => has(e, 'leasehold_job_missed_total')],
-      ['no success for N intervals', (e) => has(e, 'leasehold_job_last_success_timestamp_seconds') && has(e, 'leasehold_job_interval_seconds')],
+      ['no success for three scheduled fires', (e) => has(e, 'leasehold_job_success_deadline_timestamp_seconds')],
       ['invalid schedule', (e) => has(e, 'leasehold_job_invalid_schedule')],
       ['a node down', (e) => has(e, 'up') && /==\s*0/.test(e)],
     ];
