@@ -8,11 +8,11 @@
 import DataLoader from 'dataloader';
 import type { RedisClient } from '../redis/connection.js';
 import { ErrorCodes, LeaseholdError, isLeaseholdError, errorMessage } from '../errors.js';
-import { claimManyScript, extendScript, releaseManyScript, type ClaimMode, type ClaimReply, type ClaimScriptArgs, type ReleaseScriptArgs } from '../redis/commands.js';
+import { claimScript, extendScript, releaseScript, type ClaimMode, type ClaimReply, type ClaimScriptArgs, type ReleaseScriptArgs } from '../redis/scripts.js';
 import type { Keys } from '../redis/keys.js';
 import { isCluster } from '../redis/pipeline.js';
 
-export type { ClaimMode } from '../redis/commands.js';
+export type { ClaimMode } from '../redis/scripts.js';
 
 /**
  * How long before a grid tick (on the node's measured Redis time) its claim is sent, so that
@@ -160,8 +160,8 @@ export function holderOf(value: string): string {
 export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseStoreOptions = {}): LeaseStore {
   const monotonicNow = options.monotonicNow ?? (() => performance.now());
   const batched = options.batch ?? !isCluster(redis);
-  const claimOne = batcher<ClaimScriptArgs, ClaimReply>((jobs) => claimManyScript(redis, jobs), batched);
-  const releaseOne = batcher<ReleaseScriptArgs, boolean>((jobs) => releaseManyScript(redis, jobs), batched);
+  const claimOne = batcher<ClaimScriptArgs, ClaimReply>((jobs) => claimScript(redis, jobs), batched);
+  const releaseOne = batcher<ReleaseScriptArgs, boolean>((jobs) => releaseScript(redis, jobs), batched);
 
   // A job's key names, made once: a node claims the same jobs tick after tick.
   const jobKeys = new Map<string, { lease: string; state: string; stats: string }>();

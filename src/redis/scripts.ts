@@ -1,0 +1,313 @@
+/**
+ * The Lua scripts of `./scripts/`, each with one typed wrapper: claim, extend and release a
+ * job's lease; record a job's stats batch; prune the rows of gone instances. Each script is
+ * read once and registered with ioredis `defineCommand` once per connection (EVALSHA, falling
+ * back to EVAL when Redis has forgotten the script). The wrappers check their arguments
+ * before anything is sent and every reply before it is returned.
+ * @module
+ */
+import { readFileSync } from 'node:fs';
+import type { ChainableCommander } from 'ioredis';
+import { ErrorCodes, LeaseholdError } from '../errors.js';
+import type { RedisClient } from './connection.js';
+import { isCluster, pipelined } from './pipeline.js';
+
+/**
+ * The commands `defineCommand` adds to a connection. Scripts that serve any number of jobs
+ * take the number of keys as their first argument.
+ */
+interface ScriptCommands {
+  /** 3 keys per job, then 1 argument per job (see `claim.lua`). */
+  leaseholdClaim(numberOfKeys: number, ...keysThenArgs: string[]): Promise<unknown>;
+  leaseholdExtend(lease: string, value: string, leaseMs: string): Promise<unknown>;
+  /** 2 keys per job, then 2 arguments per job (see `release.lua`). */
+  leaseholdRelease(numberOfKeys: number, ...keysThenArgs: string[]): Promise<unknown>;
+  leaseholdPrune(instances: string, cutoff: string, ...ids: string[]): Promise<unknown>;
+}
+
+/** The commands `defineCommand` adds to the connection's pipelines, as used there. */
+interface ScriptPipeline {
+  /** 4 keys per job, then runsCap, keepMs and 3 arguments per job (see `record.lua`). */
+  leaseholdRecord(numberOfKeys: number, ...keysThenArgs: string[]): ChainableCommander;
+}
+
+/** Each script's command and file; `numberOfKeys` when it is fixed. */
+const SCRIPTS: ReadonlyArray<{ command: keyof ScriptCommands | keyof ScriptPipeline; file: string; numberOfKeys?: number }> = [
+  { command: 'leaseholdClaim', file: 'claim.lua' },
+  { command: 'leaseholdExtend', file: 'extend.lua', numberOfKeys: 1 },
+  { command: 'leaseholdRelease', file: 'release.lua' },
+  { command: 'leaseholdRecord', file: 'record.lua' },
+  { command: 'leaseholdPrune', file: 'prune.lua', numberOfKeys: 1 },
+];
+
+let sources: Map<string, string> | undefined;
+const registered = new WeakSet<RedisClient>();
+
+/** The scripts' Lua text, read from disk on first use. */
+function source(file: string): string {
+  sources ??= new Map(SCRIPTS.map((s) => [s.file, readFileSync(new URL(`./scripts/${s.file}`, import.meta.url), 'utf8')]));
+  return sources.get(file) ?? '';
+}
+
+/** `redis` with the scripts' commands, registered on first use. */
+function commands(redis: RedisClient): ScriptCommands {
+  if (!registered.has(redis)) {
+    for (const { command, file, numberOfKeys } of SCRIPTS) {
+      redis.defineCommand(command, numberOfKeys === undefined ? { lua: source(file) } : { numberOfKeys, lua: source(file) });
+    }
+    registered.add(redis);
+  }
+  return redis as unknown as ScriptCommands;
+}
+
+/** At most this many jobs go in one call of a script that serves many, so Redis is never busy long with one call. */
+export const JOBS_PER_CALL = 100;
+
+type ScriptName = 'claim' | 'extend' | 'release' | 'record' | 'prune';
+
+function unexpected(script: ScriptName, reply: unknown): LeaseholdError {
+  return new LeaseholdError(ErrorCodes.REDIS_ERROR, `unexpected reply from the ${script} script: ${JSON.stringify(reply)}`);
+}
+
+function isInteger(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value);
+}
+
+/** Throws `INVALID_CONFIG` unless `value` is an integer >= `min`. */
+function requireInteger(name: string, value: number, min: number): void {
+  if (!Number.isSafeInteger(value) || value < min) {
+    throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, `${name} must be an integer >= ${min}, got ${String(value)}`);
+  }
+}
+
+/**
+ * Checks each job with `check` (which throws its error), sends the valid ones with `send`,
+ * and answers per job in input order: its reply, or its own error. One job's bad arguments
+ * never fail the others; `send` failing as a whole rejects.
+ */
+async function sendValid<J, R>(jobs: readonly J[], check: (job: J) => void, send: (valid: J[]) => Promise<Array<R | Error>>): Promise<Array<R | Error>> {
+  const refused = jobs.map((job): Error | undefined => {
+    try {
+      check(job);
+      return undefined;
+    } catch (err) {
+      return err as Error;
+    }
+  });
+  const valid = jobs.filter((_, i) => refused[i] === undefined);
+  const replies = valid.length > 0 ? await send(valid) : [];
+  let next = 0;
+  return refused.map((err) => err ?? (replies[next++] as R | Error));
+}
+
+/** The reply of a script that serves many jobs: one entry per job sent. */
+function perJob(script: ScriptName, reply: unknown, jobs: number): unknown[] {
+  if (!Array.isArray(reply) || reply.length !== jobs) throw unexpected(script, reply);
+  return reply;
+}
+
+/** How a tick is matched: on a fixed grid (cron, fixedRate) or after a delay (fixedDelay). */
+export type ClaimMode = 'grid' | 'delay';
+
+/** One job of {@link claimScript}; see `scripts/claim.lua`. */
+export interface ClaimScriptArgs {
+  leaseKey: string;
+  stateKey: string;
+  /** The job's stats hash: a `done` answer adds the claimed skip there when `countSkip`. */
+  statsKey: string;
+  /** Count a `done` answer as this claimant's skip (reason claimed) in the stats hash. */
+  countSkip: boolean;
+  /** The schedule tick, epoch ms. */
+  tick: number;
+  /** Lease time to live, ms. */
+  leaseMs: number;
+  /** Instance id of the claimant. */
+  holder: string;
+  mode: ClaimMode;
+  /** How far before the tick (server time) a claim is accepted, ms. */
+  nowGuardMs: number;
+}
+
+/** What `claim.lua` decided, in its decision order. */
+export type ClaimReply =
+  | { kind: 'early'; serverNowMs: number }
+  | { kind: 'done'; lastTick: number }
+  | { kind: 'notDue'; dueMs: number }
+  | { kind: 'held'; value: string; pttlMs: number }
+  | { kind: 'claimed'; token: number; value: string; previousTick: number; serverNowMs: number };
+
+function claimReply(item: unknown): ClaimReply | LeaseholdError {
+  if (!Array.isArray(item)) return unexpected('claim', item);
+  const [kind, a, b, c, d] = item as unknown[];
+  switch (kind) {
+    case 'error':
+      return new LeaseholdError(ErrorCodes.REDIS_ERROR, `the claim script refused: ${String(a)}`);
+    case 'early':
+      if (isInteger(a)) return { kind, serverNowMs: a };
+      break;
+    case 'done':
+      if (isInteger(a)) return { kind, lastTick: a };
+      break;
+    case 'notDue':
+      if (isInteger(a)) return { kind, dueMs: a };
+      break;
+    case 'held':
+      if (typeof a === 'string' && isInteger(b)) return { kind, value: a, pttlMs: b };
+      break;
+    case 'claimed':
+      if (isInteger(a) && typeof b === 'string' && isInteger(c) && isInteger(d)) return { kind, token: a, value: b, previousTick: c, serverNowMs: d };
+      break;
+  }
+  return unexpected('claim', item);
+}
+
+/**
+ * Run `claim.lua` once for several jobs: each job's lease is claimed for its tick, in order,
+ * as if claimed alone. Resolves to one reply per job, or that job's error (invalid arguments,
+ * a malformed reply); rejects only when the call as a whole failed. All keys must be on one
+ * Redis (not split over a Cluster's slots).
+ */
+export async function claimScript(redis: RedisClient, jobs: readonly ClaimScriptArgs[]): Promise<Array<ClaimReply | Error>> {
+  return sendValid(jobs, (j) => {
+    requireInteger('tick', j.tick, 0);
+    requireInteger('leaseMs', j.leaseMs, 1);
+    requireInteger('nowGuardMs', j.nowGuardMs, 0);
+  }, async (valid) => {
+    const args: string[] = [];
+    for (const j of valid) args.push(j.leaseKey, j.stateKey, j.statsKey);
+    for (const j of valid) args.push(`${j.tick} ${j.leaseMs} ${j.mode} ${j.nowGuardMs} ${j.countSkip ? '1' : '0'} ${j.holder}`);
+    const reply = await commands(redis).leaseholdClaim(3 * valid.length, ...args);
+    return perJob('claim', reply, valid.length).map(claimReply);
+  });
+}
+
+/** Run `extend.lua`: true when the lease was still `value` and now lives `leaseMs` more. */
+export async function extendScript(redis: RedisClient, args: { leaseKey: string; value: string; leaseMs: number }): Promise<boolean> {
+  requireInteger('leaseMs', args.leaseMs, 1);
+  const reply = await commands(redis).leaseholdExtend(args.leaseKey, args.value, String(args.leaseMs));
+  if (reply !== 0 && reply !== 1) throw unexpected('extend', reply);
+  return reply === 1;
+}
+
+/** One job of {@link releaseScript}; see `scripts/release.lua`. */
+export interface ReleaseScriptArgs {
+  leaseKey: string;
+  stateKey: string;
+  /** The lease value the claim wrote. */
+  value: string;
+  /** fixedDelay: the next start is server now plus this; -1 for other schedules. */
+  delayMs: number;
+}
+
+/**
+ * Run `release.lua` once for several jobs. Each resolves to true when the lease was still
+ * `value` and is deleted (with `delayMs >= 0` the job's next fixedDelay start becomes server
+ * now plus `delayMs`), false when it is gone or someone else's, or that job's error. Rejects
+ * only when the call as a whole failed. All keys must be on one Redis.
+ */
+export async function releaseScript(redis: RedisClient, jobs: readonly ReleaseScriptArgs[]): Promise<Array<boolean | Error>> {
+  return sendValid(jobs, (j) => requireInteger('delayMs', j.delayMs, -1), async (valid) => {
+    const keys: string[] = [];
+    const argv: string[] = [];
+    for (const j of valid) {
+      keys.push(j.leaseKey, j.stateKey);
+      argv.push(j.value, String(j.delayMs));
+    }
+    const reply = await commands(redis).leaseholdRelease(keys.length, ...keys, ...argv);
+    return perJob('release', reply, valid.length).map((r) => {
+      if (r === 0 || r === 1) return r === 1;
+      return typeof r === 'string' ? new LeaseholdError(ErrorCodes.REDIS_ERROR, `the release script refused: ${r}`) : unexpected('release', r);
+    });
+  });
+}
+
+/** A stats batch as `record.lua` reads it; see the script's header for each member. */
+export interface RecordBatch {
+  init?: boolean;
+  /** ISO-8601; set once, when the job's stats hash is created. */
+  createdAt?: string;
+  define?: Record<string, string>;
+  incr?: Record<string, number>;
+  last?: Record<string, string>;
+  /** ISO-8601 end of the batch's newest successful run. */
+  successAt?: string;
+  fails?: number;
+  set?: Record<string, string>;
+  inst?: { id: string; incr?: Record<string, number>; last?: Record<string, string>; set?: Record<string, string> };
+  /** Recent-run JSON strings, oldest first. */
+  runs?: string[];
+}
+
+/** One job of {@link recordScript}. */
+export interface RecordScriptArgs {
+  statsKey: string;
+  instancesKey: string;
+  runsKey: string;
+  batchesKey: string;
+  /** The writer's id; sequence numbers are per writer. */
+  writer: string;
+  /** The batch's sequence number, >= 1, increasing per writer and job. */
+  seq: number;
+  batch: RecordBatch;
+}
+
+/** Settings of one {@link recordScript} call, the same for every job in it. */
+export interface RecordOptions {
+  /** Length of the recent-runs list. */
+  runsCap: number;
+  /** The batches hash expires this long (ms) after the job's last batch. */
+  keepMs: number;
+}
+
+/**
+ * Run `record.lua` for several batches (of different jobs): on a single Redis in as few calls
+ * as possible (up to {@link JOBS_PER_CALL} jobs each), on a Cluster one call per job (its keys
+ * share a slot), pipelined. Each batch is applied atomically, on its own.
+ * @returns per batch, in order: true when applied now, false when the writer had applied this
+ *   sequence number before; or the error of that batch (a bad `seq` is `INVALID_CONFIG`, and
+ *   is not sent), or of the call that carried it.
+ * @throws LeaseholdError `INVALID_CONFIG` for bad options (nothing is sent).
+ */
+export async function recordScript(redis: RedisClient, batches: readonly RecordScriptArgs[], options: RecordOptions): Promise<Array<boolean | Error>> {
+  requireInteger('runsCap', options.runsCap, 1);
+  requireInteger('keepMs', options.keepMs, 1);
+  return sendValid(batches, (b) => requireInteger('seq', b.seq, 1), async (valid) => {
+    commands(redis);
+    const size = isCluster(redis) ? 1 : JOBS_PER_CALL;
+    const groups: RecordScriptArgs[][] = [];
+    for (let i = 0; i < valid.length; i += size) groups.push(valid.slice(i, i + size));
+    const replies = await pipelined(
+      redis,
+      groups.map((group) => ({
+        key: group[0]?.statsKey,
+        queue: (p) => {
+          const keys = group.flatMap((a) => [a.statsKey, a.instancesKey, a.runsKey, a.batchesKey]);
+          const argv = group.flatMap((a) => [a.writer, String(a.seq), JSON.stringify(a.batch)]);
+          (p as unknown as ScriptPipeline).leaseholdRecord(keys.length, ...keys, String(options.runsCap), String(options.keepMs), ...argv);
+        },
+      })),
+    );
+    return groups.flatMap((group, g): Array<boolean | Error> => {
+      const [err, reply] = replies[g] ?? [new Error('no reply'), undefined];
+      if (err) return group.map(() => err);
+      if (!Array.isArray(reply) || reply.length !== group.length) return group.map(() => unexpected('record', reply));
+      return reply.map((one: unknown) => {
+        if (one === 0 || one === 1) return one === 1;
+        if (typeof one === 'string' && one.startsWith('ERR')) return new LeaseholdError(ErrorCodes.REDIS_ERROR, `record script: ${one}`);
+        return unexpected('record', reply);
+      });
+    });
+  });
+}
+
+/**
+ * Run `prune.lua`: removes the rows of the given (gone) instances from a job's per-instance
+ * hash when they were last seen before `cutoff`.
+ * @returns the number of fields removed.
+ */
+export async function pruneScript(redis: RedisClient, args: { instancesKey: string; cutoff: string; instanceIds: string[] }): Promise<number> {
+  if (args.instanceIds.length === 0) return 0;
+  const reply = await commands(redis).leaseholdPrune(args.instancesKey, args.cutoff, ...args.instanceIds);
+  if (!isInteger(reply)) throw unexpected('prune', reply);
+  return reply;
+}
