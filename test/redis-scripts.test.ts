@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
 import { isLeaseholdError } from '../src/errors.js';
-import { claimScript, extendScript, releaseScript } from '../src/redis/scripts.js';
+import { claimScript, encodeClaimArgs, extendScript, releaseScript } from '../src/redis/scripts.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
 
 /** The answer of a call for one job: its reply, or its error thrown. */
@@ -69,10 +69,12 @@ describe('lua scripts', () => {
   it('answers a malformed job argument with that job\'s error and still decides the others', async () => {
     const lua = readFileSync(new URL('../src/redis/scripts/claim.lua', import.meta.url), 'utf8');
     const [a, b] = [fresh(), fresh()];
-    const reply = (await redis.eval(lua, 6, a.leaseKey, a.stateKey, a.statsKey, b.leaseKey, b.stateKey, b.statsKey, '1000 5000 grid', '1000 5000 grid 0 0 host 7')) as unknown[];
-    assert.deepEqual(reply[0], ['error', 'leasehold claim: a job\'s argument must be "<tick> <leaseMs> <mode> <nowGuardMs> <0|1> <holder>"']);
+    const good = '{"tick":1000,"leaseMs":5000,"mode":"grid","nowGuardMs":0,"countSkip":false,"holder":"host 7"}';
+    assert.equal(encodeClaimArgs({ holder: 'host 7', countSkip: false, nowGuardMs: 0, mode: 'grid', leaseMs: 5000, tick: 1000 }), good);
+    const reply = (await redis.eval(lua, 6, a.leaseKey, a.stateKey, a.statsKey, b.leaseKey, b.stateKey, b.statsKey, '1000 5000 grid', good)) as unknown[];
+    assert.deepEqual(reply[0], ['error', 'leasehold claim: a job\'s argument must be a JSON object with tick, leaseMs, mode, nowGuardMs, countSkip and holder']);
     assert.equal((reply[1] as unknown[])[0], 'claimed');
-    assert.match(String(await redis.get(b.leaseKey)), /^host 7 since /, 'the holder is the rest of the argument');
+    assert.match(String(await redis.get(b.leaseKey)), /^host 7 since /, 'the holder is any text');
     await assert.rejects(redis.eval(lua, 3, a.leaseKey, a.stateKey, a.statsKey), /expected 3 keys and 1 argument per job/);
   });
 

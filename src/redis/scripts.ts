@@ -109,23 +109,27 @@ function perJob(script: ScriptName, reply: unknown, jobs: number): unknown[] {
 /** How a tick is matched: on a fixed grid (cron, fixedRate) or after a delay (fixedDelay). */
 export type ClaimMode = 'grid' | 'delay';
 
-/** One job of {@link claimScript}; see `scripts/claim.lua`. */
-export interface ClaimScriptArgs {
-  leaseKey: string;
-  stateKey: string;
-  /** The job's stats hash: a `done` answer adds the claimed skip there when `countSkip`. */
-  statsKey: string;
-  /** Count a `done` answer as this claimant's skip (reason claimed) in the stats hash. */
-  countSkip: boolean;
+/** What `claim.lua` reads of one job besides its keys; see the script's header. */
+export interface ClaimArgs {
   /** The schedule tick, epoch ms. */
   tick: number;
   /** Lease time to live, ms. */
   leaseMs: number;
-  /** Instance id of the claimant. */
-  holder: string;
   mode: ClaimMode;
   /** How far before the tick (server time) a claim is accepted, ms. */
   nowGuardMs: number;
+  /** Count a `done` answer as this claimant's skip (reason claimed) in the stats hash. */
+  countSkip: boolean;
+  /** Instance id of the claimant. */
+  holder: string;
+}
+
+/** One job of {@link claimScript}: its keys and its arguments. */
+export interface ClaimScriptArgs extends ClaimArgs {
+  leaseKey: string;
+  stateKey: string;
+  /** The job's stats hash, where a counted `done` answer adds the claimed skip. */
+  statsKey: string;
 }
 
 /** What `claim.lua` decided, in its decision order. */
@@ -135,6 +139,12 @@ export type ClaimReply =
   | { kind: 'notDue'; dueMs: number }
   | { kind: 'held'; value: string; pttlMs: number }
   | { kind: 'claimed'; token: number; value: string; previousTick: number; serverNowMs: number };
+
+/** One job's argument of `claim.lua`: a JSON object of the members its header names. */
+export function encodeClaimArgs(job: ClaimArgs): string {
+  const { tick, leaseMs, mode, nowGuardMs, countSkip, holder } = job;
+  return JSON.stringify({ tick, leaseMs, mode, nowGuardMs, countSkip, holder });
+}
 
 function claimReply(item: unknown): ClaimReply | LeaseholdError {
   if (!Array.isArray(item)) return unexpected('claim', item);
@@ -175,7 +185,7 @@ export async function claimScript(redis: RedisClient, jobs: readonly ClaimScript
   }, async (valid) => {
     const args: string[] = [];
     for (const j of valid) args.push(j.leaseKey, j.stateKey, j.statsKey);
-    for (const j of valid) args.push(`${j.tick} ${j.leaseMs} ${j.mode} ${j.nowGuardMs} ${j.countSkip ? '1' : '0'} ${j.holder}`);
+    for (const j of valid) args.push(encodeClaimArgs(j));
     const reply = await commands(redis).leaseholdClaim(3 * valid.length, ...args);
     return perJob('claim', reply, valid.length).map(claimReply);
   });
