@@ -78,6 +78,15 @@ describe('lua scripts', () => {
     await assert.rejects(redis.eval(lua, 3, a.leaseKey, a.stateKey, a.statsKey), /expected 3 keys and 1 argument per job/);
   });
 
+  it('answers every per-job error in one form, {\'error\', message}', async () => {
+    const release = readFileSync(new URL('../src/redis/scripts/release.lua', import.meta.url), 'utf8');
+    const k = fresh();
+    assert.deepEqual(await redis.eval(release, 2, k.leaseKey, k.stateKey, 'v', 'soon'), [['error', 'leasehold release: delayMs must be an integer']]);
+    const record = readFileSync(new URL('../src/redis/scripts/record.lua', import.meta.url), 'utf8');
+    const r = await redis.eval(record, 4, 's-test:{r}:stats', 's-test:{r}:instances', 's-test:{r}:runs', 's-test:{r}:batches', '5', '60000', 'w', '0', '{}');
+    assert.deepEqual(r, [['error', 'leasehold record: seq must be a positive integer']]);
+  });
+
   it('refuses a bad mode inside the script too', async () => {
     const k = fresh();
     const mode = 'sometimes' as unknown as 'grid';

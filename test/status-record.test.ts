@@ -162,6 +162,7 @@ describe('record.lua', () => {
     const options = { runsCap: 5, keepMs: 60_000 };
     const results = await recordScript(redis, [args('one', { incr: { runs: 1 } }), args('broken', { incr: { runs: 1 } }), args('two', { incr: { runs: 2 } })], options);
     assert.deepEqual(results.map((r) => (r instanceof Error ? 'error' : r)), [true, 'error', true]);
+    assert.ok(isLeaseholdError(results[1], 'REDIS_ERROR'), 'a job\'s script error is its REDIS_ERROR');
     assert.equal(await redis.hget(k.stats('two'), 'runs'), '2');
     assert.deepEqual(await recordScript(redis, [], options), []);
   });

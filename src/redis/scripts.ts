@@ -100,10 +100,24 @@ async function sendValid<J, R>(jobs: readonly J[], check: (job: J) => void, send
   return refused.map((err) => err ?? (replies[next++] as R | Error));
 }
 
-/** The reply of a script that serves many jobs: one entry per job sent. */
-function perJob(script: ScriptName, reply: unknown, jobs: number): unknown[] {
+/**
+ * The reply of a script that serves many jobs, one answer per job in order: a job's
+ * `{'error', message}` becomes its `REDIS_ERROR`, any other answer is `read`'s to check
+ * (undefined: malformed). Throws when the reply is not one answer per job.
+ */
+function perJob<R>(script: ScriptName, reply: unknown, jobs: number, read: (answer: unknown, job: number) => R | undefined): Array<R | LeaseholdError> {
   if (!Array.isArray(reply) || reply.length !== jobs) throw unexpected(script, reply);
-  return reply;
+  return reply.map((answer: unknown, job) => {
+    if (Array.isArray(answer) && answer[0] === 'error') {
+      return new LeaseholdError(ErrorCodes.REDIS_ERROR, `the ${script} script refused: ${String(answer[1])}`);
+    }
+    return read(answer, job) ?? unexpected(script, answer);
+  });
+}
+
+/** A 1 or 0 answer as true or false. */
+function flag(answer: unknown): boolean | undefined {
+  return answer === 1 ? true : answer === 0 ? false : undefined;
 }
 
 /** How a tick is matched: on a fixed grid (cron, fixedRate) or after a delay (fixedDelay). */
@@ -146,12 +160,10 @@ export function encodeClaimArgs(job: ClaimArgs): string {
   return JSON.stringify({ tick, leaseMs, mode, nowGuardMs, countSkip, holder });
 }
 
-function claimReply(item: unknown): ClaimReply | LeaseholdError {
-  if (!Array.isArray(item)) return unexpected('claim', item);
-  const [kind, a, b, c, d] = item as unknown[];
+function claimReply(answer: unknown): ClaimReply | undefined {
+  if (!Array.isArray(answer)) return undefined;
+  const [kind, a, b, c, d] = answer as unknown[];
   switch (kind) {
-    case 'error':
-      return new LeaseholdError(ErrorCodes.REDIS_ERROR, `the claim script refused: ${String(a)}`);
     case 'early':
       if (isInteger(a)) return { kind, serverNowMs: a };
       break;
@@ -168,7 +180,7 @@ function claimReply(item: unknown): ClaimReply | LeaseholdError {
       if (isInteger(a) && typeof b === 'string' && isInteger(c) && isInteger(d)) return { kind, token: a, value: b, previousTick: c, serverNowMs: d };
       break;
   }
-  return unexpected('claim', item);
+  return undefined;
 }
 
 /**
@@ -187,7 +199,7 @@ export async function claimScript(redis: RedisClient, jobs: readonly ClaimScript
     for (const j of valid) args.push(j.leaseKey, j.stateKey, j.statsKey);
     for (const j of valid) args.push(encodeClaimArgs(j));
     const reply = await commands(redis).leaseholdClaim(3 * valid.length, ...args);
-    return perJob('claim', reply, valid.length).map(claimReply);
+    return perJob('claim', reply, valid.length, claimReply);
   });
 }
 
@@ -224,10 +236,7 @@ export async function releaseScript(redis: RedisClient, jobs: readonly ReleaseSc
       argv.push(j.value, String(j.delayMs));
     }
     const reply = await commands(redis).leaseholdRelease(keys.length, ...keys, ...argv);
-    return perJob('release', reply, valid.length).map((r) => {
-      if (r === 0 || r === 1) return r === 1;
-      return typeof r === 'string' ? new LeaseholdError(ErrorCodes.REDIS_ERROR, `the release script refused: ${r}`) : unexpected('release', r);
-    });
+    return perJob('release', reply, valid.length, flag);
   });
 }
 
@@ -300,12 +309,11 @@ export async function recordScript(redis: RedisClient, batches: readonly RecordS
     return groups.flatMap((group, g): Array<boolean | Error> => {
       const [err, reply] = replies[g] ?? [new Error('no reply'), undefined];
       if (err) return group.map(() => err);
-      if (!Array.isArray(reply) || reply.length !== group.length) return group.map(() => unexpected('record', reply));
-      return reply.map((one: unknown) => {
-        if (one === 0 || one === 1) return one === 1;
-        if (typeof one === 'string' && one.startsWith('ERR')) return new LeaseholdError(ErrorCodes.REDIS_ERROR, `record script: ${one}`);
-        return unexpected('record', reply);
-      });
+      try {
+        return perJob('record', reply, group.length, flag);
+      } catch (malformed) {
+        return group.map(() => malformed as LeaseholdError);
+      }
     });
   });
 }
