@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
 import { isLeaseholdError } from '../src/errors.js';
-import { claimScript, encodeClaimArgs, extendScript, releaseScript } from '../src/redis/scripts.js';
+import { encodeClaimArgs } from '../src/redis/claim.js';
+import { claimScript, extendScript, releaseScript } from '../src/redis/scripts.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
 
 /** The answer of a call for one job: its reply, or its error thrown. */
@@ -41,8 +42,8 @@ describe('lua scripts', () => {
       assert.equal(reply.kind, 'claimed');
       if (reply.kind !== 'claimed') continue;
       const since = new Date(reply.serverNowMs).toISOString();
-      assert.equal(reply.value, `host-7 since ${since} tick ${new Date(tick).toISOString()} token 1`);
-      assert.equal(await redis.get(k.leaseKey), reply.value);
+      assert.equal(reply.lease, `host-7 since ${since} tick ${new Date(tick).toISOString()} token 1`);
+      assert.equal(await redis.get(k.leaseKey), reply.lease);
       assert.equal(await redis.hget(k.stateKey, 'tick'), String(tick));
     }
   });
@@ -98,7 +99,7 @@ describe('lua scripts', () => {
     const first = await answer(claimScript(redis, [{ ...k, tick: 1, leaseMs: 1000, holder: 'h', mode: 'grid', nowGuardMs: 0 }]));
     assert.equal(first.kind, 'claimed');
     await redis.script('FLUSH');
-    assert.equal(await extendScript(redis, { leaseKey: k.leaseKey, value: first.kind === 'claimed' ? first.value : '', leaseMs: 1000 }), true);
+    assert.equal(await extendScript(redis, { leaseKey: k.leaseKey, value: first.kind === 'claimed' ? first.lease : '', leaseMs: 1000 }), true);
   });
   it('counts a claim that finds its tick taken as a claimed skip in the stats hash, only when asked', async () => {
     const k = fresh();

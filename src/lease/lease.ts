@@ -8,11 +8,10 @@
 import DataLoader from 'dataloader';
 import type { RedisClient } from '../redis/connection.js';
 import { ErrorCodes, LeaseholdError, isLeaseholdError, errorMessage } from '../errors.js';
-import { claimScript, extendScript, releaseScript, type ClaimMode, type ClaimReply, type ClaimScriptArgs, type ReleaseScriptArgs } from '../redis/scripts.js';
+import type { ClaimRequest, ClaimResult } from '../redis/claim.js';
+import { claimScript, extendScript, releaseScript, type ClaimScriptArgs, type ReleaseScriptArgs } from '../redis/scripts.js';
 import type { Keys } from '../redis/keys.js';
 import { isCluster } from '../redis/pipeline.js';
-
-export type { ClaimMode } from '../redis/scripts.js';
 
 /**
  * How long before a grid tick (on the node's measured Redis time) its claim is sent, so that
@@ -54,40 +53,21 @@ export interface Lease {
   release(delayMs?: number): Promise<boolean>;
 }
 
-/** What a claim found, in the order `claim.lua` checks. */
-export type ClaimResult =
-  /** The lease is ours for this tick. `previousTick` is the last claimed tick, or -1. */
-  | { kind: 'claimed'; lease: Lease; token: number; previousTick: number; serverNowMs: number }
-  /** This tick (or a later one) was already claimed: never run it again. */
-  | { kind: 'done'; lastTick: number; counted: boolean }
-  /** Another run holds the lease; `holder` is its instance id, `value` the whole lease value. */
-  | { kind: 'held'; holder: string; value: string; pttlMs: number }
-  /** fixedDelay: the previous run's end plus the delay (`dueMs`) has not come yet. */
-  | { kind: 'notDue'; dueMs: number }
-  /** Redis time is still before the tick, beyond the tolerance. */
-  | { kind: 'early'; serverNowMs: number };
-
-/** Arguments of {@link LeaseStore.claim}. */
-export interface ClaimRequest {
-  jobId: string;
-  /** The schedule tick, epoch ms; every node computes the same one. */
-  tick: number;
-  /** Lease time to live, ms. */
-  leaseMs: number;
+/** A claim as the lease store takes it: a {@link ClaimRequest} with the claimant and the guard. */
+export interface LeaseClaim extends ClaimRequest {
   /** This instance's id. */
-  holder: string;
-  /** `grid` for cron and fixedRate, `delay` for fixedDelay. */
-  mode: ClaimMode;
+  readonly holder: string;
   /** How far before the tick a claim is accepted (server time), ms; default {@link NOW_GUARD_MS}. */
-  nowGuardMs?: number;
-  /** Count a `done` answer as this claimant's skip (reason claimed) in the job's stats hash. */
-  countSkip?: boolean;
+  readonly nowGuardMs?: number;
 }
 
 /** Claims installation leases; see {@link createLeaseStore}. */
 export interface LeaseStore {
-  /** Claim `jobId`'s lease for `tick`. Throws `REDIS_ERROR` when Redis fails, so a broken Redis never looks like someone else's turn. */
-  claim(request: ClaimRequest): Promise<ClaimResult>;
+  /**
+   * Claim `jobId`'s lease for `tick`. Throws `REDIS_ERROR` when Redis fails, so a broken Redis
+   * never looks like someone else's turn. The script knows the modes `grid` and `delay`.
+   */
+  claim(request: LeaseClaim): Promise<ClaimResult<Lease>>;
   /** Sends the claims made so far in this turn of the event loop now (they go out at its end anyway). */
   flush(): void;
 }
@@ -150,17 +130,11 @@ function redisError(action: string, err: unknown): unknown {
   return new LeaseholdError(ErrorCodes.REDIS_ERROR, `${action} failed: ${message}`, { cause: err });
 }
 
-/** The holder part of a lease value, or the whole value when it has another shape. */
-export function holderOf(value: string): string {
-  const at = value.indexOf(' since ');
-  return at > 0 ? value.slice(0, at) : value;
-}
-
 /** A lease store on `redis` (a `lease` connection) with key names from `keys`. */
 export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseStoreOptions = {}): LeaseStore {
   const monotonicNow = options.monotonicNow ?? (() => performance.now());
   const batched = options.batch ?? !isCluster(redis);
-  const claimOne = batcher<ClaimScriptArgs, ClaimReply>((jobs) => claimScript(redis, jobs), batched);
+  const claimOne = batcher<ClaimScriptArgs, ClaimResult<string>>((jobs) => claimScript(redis, jobs), batched);
   const releaseOne = batcher<ReleaseScriptArgs, boolean>((jobs) => releaseScript(redis, jobs), batched);
 
   // A job's key names, made once: a node claims the same jobs tick after tick.
@@ -175,10 +149,6 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
   };
 
   const io: LeaseIo = { redis, monotonicNow, release: releaseOne };
-  function makeLease(jobId: string, tick: number, token: number, value: string, claimedAt: number): Lease {
-    const { lease: leaseKey, state: stateKey } = keysOf(jobId);
-    return new RedisLease(io, jobId, tick, token, value, claimedAt, leaseKey, stateKey);
-  }
 
   return {
     flush: () => claimOne.flush(),
@@ -198,22 +168,8 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
       } catch (err) {
         throw redisError(`claiming the lease of job ${jobId} for tick ${tick}`, err);
       }
-      switch (reply.kind) {
-        case 'claimed':
-          return {
-            kind: 'claimed',
-            lease: makeLease(jobId, tick, reply.token, reply.value, claimedAt),
-            token: reply.token,
-            previousTick: reply.previousTick,
-            serverNowMs: reply.serverNowMs,
-          };
-        case 'held':
-          return { kind: 'held', holder: holderOf(reply.value), value: reply.value, pttlMs: reply.pttlMs };
-        case 'done':
-          return { ...reply, counted: request.countSkip ?? false };
-        default:
-          return reply;
-      }
+      if (reply.kind !== 'claimed') return reply;
+      return { ...reply, lease: new RedisLease(io, jobId, tick, reply.token, reply.lease, claimedAt, leaseKey, stateKey) };
     },
   };
 }

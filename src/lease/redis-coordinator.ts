@@ -65,20 +65,10 @@ export function redisCoordinator(opts: RedisCoordinatorOptions): RedisCoordinato
     offsetMs: () => offset,
     claimLeadMs: CLAIM_LEAD_MS,
     flush: () => store.flush(),
-    async claim({ jobId, tick, leaseMs, mode, countSkip }): Promise<ClaimResult> {
-      const r = await store.claim({ jobId, tick, leaseMs, holder: opts.instanceId, mode: mode === 'delay' ? 'delay' : 'grid', countSkip });
-      switch (r.kind) {
-        case 'claimed':
-          return { kind: 'claimed', lease: new Held(r.lease, r.token), previousTick: r.previousTick < 0 ? null : r.previousTick };
-        case 'done':
-          return { kind: 'done', counted: r.counted };
-        case 'held':
-          return { kind: 'held', holder: r.holder };
-        case 'notDue':
-          return { kind: 'notDue', dueMs: r.dueMs };
-        case 'early':
-          return { kind: 'early', serverNowMs: r.serverNowMs };
-      }
+    async claim(request): Promise<ClaimResult> {
+      // The claim script has no manual mode yet: a manual claim is a grid claim there.
+      const r = await store.claim({ ...request, holder: opts.instanceId, mode: request.mode === 'manual' ? 'grid' : request.mode });
+      return r.kind === 'claimed' ? { ...r, lease: new Held(r.lease) } : r;
     },
     async close() {
       closed = true;
@@ -93,12 +83,11 @@ export function redisCoordinator(opts: RedisCoordinatorOptions): RedisCoordinato
 /** A lease as the runner holds it: one object per run, its methods on the prototype. */
 class Held implements HeldLease {
   readonly #lease: Lease;
+  readonly token: number;
 
-  constructor(
-    lease: Lease,
-    readonly token: number,
-  ) {
+  constructor(lease: Lease) {
     this.#lease = lease;
+    this.token = lease.token;
   }
 
   watch(leaseMs: number, onLost: (loss: LeaseLoss) => void): LeaseWatchHandle {

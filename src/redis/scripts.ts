@@ -9,6 +9,7 @@
 import { readFileSync } from 'node:fs';
 import type { ChainableCommander } from 'ioredis';
 import { ErrorCodes, LeaseholdError } from '../errors.js';
+import { encodeClaimArgs, holderOf, type ClaimArgs, type ClaimResult } from './claim.js';
 import type { RedisClient } from './connection.js';
 import { isCluster, pipelined } from './pipeline.js';
 
@@ -120,47 +121,16 @@ function flag(answer: unknown): boolean | undefined {
   return answer === 1 ? true : answer === 0 ? false : undefined;
 }
 
-/** How a tick is matched: on a fixed grid (cron, fixedRate) or after a delay (fixedDelay). */
-export type ClaimMode = 'grid' | 'delay';
-
-/** What `claim.lua` reads of one job besides its keys; see the script's header. */
-export interface ClaimArgs {
-  /** The schedule tick, epoch ms. */
-  tick: number;
-  /** Lease time to live, ms. */
-  leaseMs: number;
-  mode: ClaimMode;
-  /** How far before the tick (server time) a claim is accepted, ms. */
-  nowGuardMs: number;
-  /** Count a `done` answer as this claimant's skip (reason claimed) in the stats hash. */
-  countSkip: boolean;
-  /** Instance id of the claimant. */
-  holder: string;
-}
-
 /** One job of {@link claimScript}: its keys and its arguments. */
 export interface ClaimScriptArgs extends ClaimArgs {
-  leaseKey: string;
-  stateKey: string;
+  readonly leaseKey: string;
+  readonly stateKey: string;
   /** The job's stats hash, where a counted `done` answer adds the claimed skip. */
-  statsKey: string;
+  readonly statsKey: string;
 }
 
-/** What `claim.lua` decided, in its decision order. */
-export type ClaimReply =
-  | { kind: 'early'; serverNowMs: number }
-  | { kind: 'done'; lastTick: number }
-  | { kind: 'notDue'; dueMs: number }
-  | { kind: 'held'; value: string; pttlMs: number }
-  | { kind: 'claimed'; token: number; value: string; previousTick: number; serverNowMs: number };
-
-/** One job's argument of `claim.lua`: a JSON object of the members its header names. */
-export function encodeClaimArgs(job: ClaimArgs): string {
-  const { tick, leaseMs, mode, nowGuardMs, countSkip, holder } = job;
-  return JSON.stringify({ tick, leaseMs, mode, nowGuardMs, countSkip, holder });
-}
-
-function claimReply(answer: unknown): ClaimReply | undefined {
+/** One job's answer of `claim.lua` as a {@link ClaimResult}, the lease being its value; undefined when malformed. */
+function claimResult(answer: unknown, job: ClaimArgs): ClaimResult<string> | undefined {
   if (!Array.isArray(answer)) return undefined;
   const [kind, a, b, c, d] = answer as unknown[];
   switch (kind) {
@@ -168,16 +138,16 @@ function claimReply(answer: unknown): ClaimReply | undefined {
       if (isInteger(a)) return { kind, serverNowMs: a };
       break;
     case 'done':
-      if (isInteger(a)) return { kind, lastTick: a };
+      if (isInteger(a)) return { kind, lastTick: a, counted: job.countSkip };
       break;
     case 'notDue':
       if (isInteger(a)) return { kind, dueMs: a };
       break;
     case 'held':
-      if (typeof a === 'string' && isInteger(b)) return { kind, value: a, pttlMs: b };
+      if (typeof a === 'string' && isInteger(b)) return { kind, holder: holderOf(a), value: a, pttlMs: b };
       break;
     case 'claimed':
-      if (isInteger(a) && typeof b === 'string' && isInteger(c) && isInteger(d)) return { kind, token: a, value: b, previousTick: c, serverNowMs: d };
+      if (isInteger(a) && typeof b === 'string' && isInteger(c) && isInteger(d)) return { kind, lease: b, token: a, previousTick: c < 0 ? null : c, serverNowMs: d };
       break;
   }
   return undefined;
@@ -185,11 +155,12 @@ function claimReply(answer: unknown): ClaimReply | undefined {
 
 /**
  * Run `claim.lua` once for several jobs: each job's lease is claimed for its tick, in order,
- * as if claimed alone. Resolves to one reply per job, or that job's error (invalid arguments,
- * a malformed reply); rejects only when the call as a whole failed. All keys must be on one
- * Redis (not split over a Cluster's slots).
+ * as if claimed alone. Resolves to one result per job (a claimed lease is the value the
+ * script wrote), or that job's error (invalid arguments, a malformed reply); rejects only
+ * when the call as a whole failed. All keys must be on one Redis (not split over a
+ * Cluster's slots).
  */
-export async function claimScript(redis: RedisClient, jobs: readonly ClaimScriptArgs[]): Promise<Array<ClaimReply | Error>> {
+export async function claimScript(redis: RedisClient, jobs: readonly ClaimScriptArgs[]): Promise<Array<ClaimResult<string> | Error>> {
   return sendValid(jobs, (j) => {
     requireInteger('tick', j.tick, 0);
     requireInteger('leaseMs', j.leaseMs, 1);
@@ -199,7 +170,7 @@ export async function claimScript(redis: RedisClient, jobs: readonly ClaimScript
     for (const j of valid) args.push(j.leaseKey, j.stateKey, j.statsKey);
     for (const j of valid) args.push(encodeClaimArgs(j));
     const reply = await commands(redis).leaseholdClaim(3 * valid.length, ...args);
-    return perJob('claim', reply, valid.length, claimReply);
+    return perJob('claim', reply, valid.length, (answer, i) => claimResult(answer, valid[i] as ClaimScriptArgs));
   });
 }
 
