@@ -5,13 +5,13 @@
  * ours is never extended, deleted or overwritten.
  * @module
  */
-import DataLoader from 'dataloader';
 import type { RedisClient } from '../redis/connection.js';
 import { ErrorCodes, LeaseholdError, isLeaseholdError, errorMessage } from '../errors.js';
 import type { ClaimRequest, ClaimResult } from '../redis/claim.js';
-import { claimScript, extendScript, releaseScript, type ClaimScriptArgs, type ReleaseScriptArgs } from '../redis/scripts.js';
+import { JOBS_PER_CALL, claimScript, extendScript, releaseScript, type ClaimScriptArgs, type ReleaseScriptArgs } from '../redis/scripts.js';
 import type { Keys } from '../redis/keys.js';
 import { isCluster } from '../redis/pipeline.js';
+import { batcher, type Batcher } from './batcher.js';
 
 /**
  * How long before a grid tick (on the node's measured Redis time) its claim is sent, so that
@@ -77,51 +77,12 @@ export interface LeaseStoreOptions {
   /** Monotonic ms clock for extension deadlines; default `performance.now()`. */
   monotonicNow?: () => number;
   /**
-   * Send the claims (and the releases) made in one turn of the event loop as one script call:
-   * the claims of jobs due at the same instant travel together. Default: on, except on a
-   * Redis Cluster, where each job's keys live in their own slot.
+   * Send the claims (and the releases) made in one turn of the event loop as one script call
+   * of up to {@link JOBS_PER_CALL} jobs: the claims of jobs due at the same instant travel
+   * together. Off: one call per job, at once. Default: on, except on a Redis Cluster, where
+   * each job's keys live in their own slot.
    */
   batch?: boolean;
-}
-
-/** At most this many jobs share one claim or release call, so Redis is never busy long with one. */
-export const MAX_BATCH = 100;
-
-/** Calls `run` for one item; see {@link batcher}. */
-type Batcher<K, V> = {
-  (item: K): Promise<V>;
-  /** Sends what is waiting now rather than when the turn's I/O is done. */
-  flush(): void;
-};
-
-/**
- * Calls `run` with one item, or with every item asked for in the same turn of the event loop
- * (at most {@link MAX_BATCH} per call), sent when the turn's I/O is done or at `flush()`.
- * Each caller gets its own reply or error.
- */
-function batcher<K, V>(run: (items: readonly K[]) => Promise<Array<V | Error>>, batched: boolean): Batcher<K, V> {
-  if (!batched) {
-    const one = async (item: K): Promise<V> => {
-      const [reply] = await run([item]);
-      if (reply instanceof Error) throw reply;
-      return reply as V;
-    };
-    return Object.assign(one, { flush: () => {} });
-  }
-  let waiting: Array<() => void> = [];
-  const flush = (): void => {
-    const sends = waiting;
-    waiting = [];
-    for (const send of sends) send();
-  };
-  const loader = new DataLoader<K, V>(run, {
-    cache: false,
-    maxBatchSize: MAX_BATCH,
-    batchScheduleFn: (send) => {
-      if (waiting.push(send) === 1) setImmediate(flush);
-    },
-  });
-  return Object.assign((item: K) => loader.load(item), { flush });
 }
 
 function redisError(action: string, err: unknown): unknown {
@@ -133,9 +94,9 @@ function redisError(action: string, err: unknown): unknown {
 /** A lease store on `redis` (a `lease` connection) with key names from `keys`. */
 export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseStoreOptions = {}): LeaseStore {
   const monotonicNow = options.monotonicNow ?? (() => performance.now());
-  const batched = options.batch ?? !isCluster(redis);
-  const claimOne = batcher<ClaimScriptArgs, ClaimResult<string>>((jobs) => claimScript(redis, jobs), batched);
-  const releaseOne = batcher<ReleaseScriptArgs, boolean>((jobs) => releaseScript(redis, jobs), batched);
+  const perCall = (options.batch ?? !isCluster(redis)) ? JOBS_PER_CALL : 1;
+  const claims = batcher<ClaimScriptArgs, ClaimResult<string>>((jobs) => claimScript(redis, jobs), perCall);
+  const releases = batcher<ReleaseScriptArgs, boolean>((jobs) => releaseScript(redis, jobs), perCall);
 
   // A job's key names, made once: a node claims the same jobs tick after tick.
   const jobKeys = new Map<string, { lease: string; state: string; stats: string }>();
@@ -148,10 +109,10 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
     return k;
   };
 
-  const io: LeaseIo = { redis, monotonicNow, release: releaseOne };
+  const io: LeaseIo = { redis, monotonicNow, releases };
 
   return {
-    flush: () => claimOne.flush(),
+    flush: () => claims.flush(),
     async claim(request) {
       const { jobId, tick, leaseMs, holder, mode } = request;
       if (holder.length === 0) {
@@ -161,7 +122,7 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
       const claimedAt = monotonicNow();
       let reply;
       try {
-        reply = await claimOne({
+        reply = await claims.send({
           leaseKey, stateKey, statsKey, countSkip: request.countSkip ?? false,
           tick, leaseMs, holder, mode, nowGuardMs: request.nowGuardMs ?? NOW_GUARD_MS,
         });
@@ -178,7 +139,7 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
 interface LeaseIo {
   readonly redis: RedisClient;
   readonly monotonicNow: () => number;
-  readonly release: Batcher<ReleaseScriptArgs, boolean>;
+  readonly releases: Batcher<ReleaseScriptArgs, boolean>;
 }
 
 /** A claimed lease: one object per run, its methods on the prototype. */
@@ -237,7 +198,7 @@ class RedisLease implements Lease {
 
   async release(delayMs = -1): Promise<boolean> {
     try {
-      return await this.#io.release({ leaseKey: this.#leaseKey, stateKey: this.#stateKey, value: this.value, delayMs });
+      return await this.#io.releases.send({ leaseKey: this.#leaseKey, stateKey: this.#stateKey, value: this.value, delayMs });
     } catch (err) {
       throw redisError(`releasing the lease of ${this.what()}`, err);
     }
