@@ -5,6 +5,7 @@
  * ours is never extended, deleted or overwritten.
  * @module
  */
+import { systemClock, type TimerHandle, type Timers } from '../clock.js';
 import type { RedisClient } from '../redis/connection.js';
 import { ErrorCodes, LeaseholdError, isLeaseholdError, errorMessage } from '../errors.js';
 import type { ClaimRequest, ClaimResult } from '../redis/claim.js';
@@ -74,8 +75,8 @@ export interface LeaseStore {
 
 /** Options for {@link createLeaseStore}. */
 export interface LeaseStoreOptions {
-  /** Monotonic ms clock for extension deadlines; default `performance.now()`. */
-  monotonicNow?: () => number;
+  /** The clock: its monotonic ms for claim times and extension deadlines, and its timers. Default the system's. */
+  clock?: Timers;
   /**
    * Send the claims (and the releases) made in one turn of the event loop as one script call
    * of up to {@link JOBS_PER_CALL} jobs: the claims of jobs due at the same instant travel
@@ -93,7 +94,7 @@ function redisError(action: string, err: unknown): unknown {
 
 /** A lease store on `redis` (a `lease` connection) with key names from `keys`. */
 export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseStoreOptions = {}): LeaseStore {
-  const monotonicNow = options.monotonicNow ?? (() => performance.now());
+  const clock = options.clock ?? systemClock;
   const perCall = (options.batch ?? !isCluster(redis)) ? JOBS_PER_CALL : 1;
   const claims = batcher<ClaimScriptArgs, ClaimResult<string>>((jobs) => claimScript(redis, jobs), perCall);
   const releases = batcher<ReleaseScriptArgs, boolean>((jobs) => releaseScript(redis, jobs), perCall);
@@ -109,7 +110,7 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
     return k;
   };
 
-  const io: LeaseIo = { redis, monotonicNow, releases };
+  const io: LeaseIo = { redis, clock, releases };
 
   return {
     flush: () => claims.flush(),
@@ -119,7 +120,7 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
         throw new LeaseholdError(ErrorCodes.INVALID_CONFIG, `holder of the lease of job ${jobId} must not be empty`);
       }
       const { lease: leaseKey, state: stateKey, stats: statsKey } = keysOf(jobId);
-      const claimedAt = monotonicNow();
+      const claimedAt = clock.monotonic();
       let reply;
       try {
         reply = await claims.send({
@@ -138,7 +139,7 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
 /** What a {@link RedisLease} needs of its store. */
 interface LeaseIo {
   readonly redis: RedisClient;
-  readonly monotonicNow: () => number;
+  readonly clock: Timers;
   readonly releases: Batcher<ReleaseScriptArgs, boolean>;
 }
 
@@ -166,24 +167,24 @@ class RedisLease implements Lease {
 
   async extend(leaseMs: number, deadlineMs?: number): Promise<boolean> {
     const io = this.#io;
-    const remaining = deadlineMs === undefined ? Infinity : deadlineMs - io.monotonicNow();
+    const { clock } = io;
+    const remaining = deadlineMs === undefined ? Infinity : deadlineMs - clock.monotonic();
     // Past the deadline the lease counts as lost: nothing is sent.
     if (remaining <= 0) return false;
     const call = extendScript(io.redis, { leaseKey: this.#leaseKey, value: this.value, leaseMs }).catch((err: unknown) => {
       throw redisError(`extending the lease of ${this.what()}`, err);
     });
     if (deadlineMs === undefined) return call;
-    let timer: NodeJS.Timeout | undefined;
+    let timer: TimerHandle | undefined;
     const noAnswer = new Promise<false>((resolve) => {
       // Timers may fire a little early against the monotonic clock:
       // re-arm until the deadline has really passed.
       const arm = (ms: number): void => {
-        timer = setTimeout(() => {
-          const left = deadlineMs - io.monotonicNow();
+        timer = clock.setTimer(() => {
+          const left = deadlineMs - clock.monotonic();
           if (left > 0) arm(left);
           else resolve(false);
-        }, ms);
-        timer.unref();
+        }, ms, true);
       };
       arm(remaining);
     });
@@ -192,7 +193,7 @@ class RedisLease implements Lease {
       // race and ignored: the caller has already been told "lost".
       return await Promise.race([call, noAnswer]);
     } finally {
-      clearTimeout(timer);
+      if (timer !== undefined) clock.clearTimer(timer);
     }
   }
 
