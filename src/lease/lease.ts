@@ -99,7 +99,6 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
   const claims = batcher<ClaimScriptArgs, ClaimResult<string>>((jobs) => claimScript(redis, jobs), perCall);
   const releases = batcher<ReleaseScriptArgs, boolean>((jobs) => releaseScript(redis, jobs), perCall);
 
-  // A job's key names, made once: a node claims the same jobs tick after tick.
   const jobKeys = new Map<string, { lease: string; state: string; stats: string }>();
   const keysOf = (jobId: string): { lease: string; state: string; stats: string } => {
     let k = jobKeys.get(jobId);
@@ -143,7 +142,7 @@ interface LeaseIo {
   readonly releases: Batcher<ReleaseScriptArgs, boolean>;
 }
 
-/** A claimed lease: one object per run, its methods on the prototype. */
+/** A claimed lease in Redis; see {@link Lease}. */
 class RedisLease implements Lease {
   // Private fields: a lease that is logged shows its job, tick, token and value only.
   readonly #io: LeaseIo;

@@ -83,7 +83,7 @@ export function redisCoordinator(opts: RedisCoordinatorOptions): RedisCoordinato
   };
 }
 
-/** A lease as the runner holds it: one object per run, its methods on the prototype. */
+/** A lease as the runner holds it, watched on the coordinator's clock. */
 class Held implements HeldLease {
   readonly #lease: Lease;
   readonly #clock: Timers;

@@ -70,7 +70,7 @@ local function int(n)
   return string.format('%d', n)
 end
 
--- One HSET for all of a table's fields (one command, not one per field).
+-- Sets every field of a table, its name after `prefix`, in one HSET.
 local function setAll(key, prefix, fields)
   if type(fields) ~= 'table' then return end
   local args = {}
