@@ -41,13 +41,17 @@ const SCRIPTS: ReadonlyArray<{ command: keyof ScriptCommands | keyof ScriptPipel
   { command: 'leaseholdPrune', file: 'prune.lua', numberOfKeys: 1 },
 ];
 
-let sources: Map<string, string> | undefined;
+const sources = new Map<string, string>();
 const registered = new WeakSet<RedisClient>();
 
-/** The scripts' Lua text, read from disk on first use. */
+/** A script's Lua text, read from disk once. */
 function source(file: string): string {
-  sources ??= new Map(SCRIPTS.map((s) => [s.file, readFileSync(new URL(`./scripts/${s.file}`, import.meta.url), 'utf8')]));
-  return sources.get(file) ?? '';
+  let lua = sources.get(file);
+  if (lua === undefined) {
+    lua = readFileSync(new URL(`./scripts/${file}`, import.meta.url), 'utf8');
+    sources.set(file, lua);
+  }
+  return lua;
 }
 
 /** `redis` with the scripts' commands, registered on first use. */
