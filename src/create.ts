@@ -206,7 +206,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
     const lease = createRedis({ role: 'lease', ...where });
     leaseConnection = lease;
     lease.on('error', (err: Error) => logger.debug({ err: { message: err.message } }, 'lease connection error'));
-    coordinator = redisCoordinator({ redis: lease, keys: keyNames(prefix), instanceId, logger, ownsConnection: true });
+    coordinator = redisCoordinator({ redis: lease, keys: keyNames(prefix), instanceId, logger, ownsConnection: true, clock: core.clock });
     core.setCoordinator(coordinator);
     status = attachStatus(
       {

@@ -305,7 +305,7 @@ describe('a cron setting on an installation job after a long outage', () => {
       claim: async ({ tick }) => {
         const previousTick = first ? tick - 86_400_000 : tick - 1_000;
         first = false;
-        return { kind: 'claimed', lease, previousTick };
+        return { kind: 'claimed', lease, token: lease.token, previousTick, serverNowMs: tick };
       },
       offsetMs: () => 0,
       close: async () => undefined,

@@ -4,7 +4,8 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { isLeaseholdError } from '../src/errors.js';
-import { createLeaseStore, holderOf, type ClaimRequest, type ClaimResult, type LeaseStore } from '../src/lease/lease.js';
+import { createLeaseStore, type Lease, type LeaseClaim, type LeaseStore } from '../src/lease/lease.js';
+import { holderOf, type ClaimResult } from '../src/redis/claim.js';
 import { createRedis, whenReady } from '../src/redis/connection.js';
 import { keys, type Keys } from '../src/redis/keys.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
@@ -16,9 +17,9 @@ interface Provider {
   serverNowMs(): Promise<number>;
 }
 
-function claimed(result: ClaimResult): Extract<ClaimResult, { kind: 'claimed' }> {
+function claimed(result: ClaimResult<Lease>): Extract<ClaimResult<Lease>, { kind: 'claimed' }> {
   assert.equal(result.kind, 'claimed', JSON.stringify(result));
-  return result as Extract<ClaimResult, { kind: 'claimed' }>;
+  return result as Extract<ClaimResult<Lease>, { kind: 'claimed' }>;
 }
 
 /** The lease store contract; every store implementation must pass it. */
@@ -29,7 +30,7 @@ function leaseStoreContract(name: string, provider: () => Provider): void {
     let store: LeaseStore;
     let base: number;
     const job = 'contract.job';
-    const req = (tick: number, extra: Partial<ClaimRequest> = {}): ClaimRequest => ({
+    const req = (tick: number, extra: Partial<LeaseClaim> = {}): LeaseClaim => ({
       jobId: job, tick, leaseMs: 5000, holder: 'node-a', mode: 'grid', ...extra,
     });
 
@@ -48,7 +49,7 @@ function leaseStoreContract(name: string, provider: () => Provider): void {
       await fresh();
       const result = claimed(await store.claim(req(base)));
       assert.equal(result.token, 1);
-      assert.equal(result.previousTick, -1);
+      assert.equal(result.previousTick, null);
       assert.equal(result.lease.token, 1);
       assert.equal(result.lease.tick, base);
       assert.match(result.lease.value, /^node-a since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z tick \d{4}-.*Z token 1$/);
@@ -149,7 +150,7 @@ function leaseStoreContract(name: string, provider: () => Provider): void {
       for (let i = 0; i < 25; i++) {
         const result = claimed(await store.claim(req(base + i, { holder: i % 2 === 0 ? 'node-a' : 'node-b' })));
         assert.ok(result.token > last);
-        assert.equal(result.previousTick, i === 0 ? -1 : base + i - 1);
+        assert.equal(result.previousTick, i === 0 ? null : base + i - 1);
         last = result.token;
         await result.lease.release();
       }

@@ -5,6 +5,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { isLeaseholdError } from '../src/errors.js';
 import { createLeaseStore, type Lease } from '../src/lease/lease.js';
+import { redisCoordinator } from '../src/lease/redis-coordinator.js';
+import { systemClock, type Timers } from '../src/clock.js';
+import { memoryLogger } from './helpers/log.js';
 import { watchLease, type LeaseWatch } from '../src/lease/watcher.js';
 import { createRedis, whenReady } from '../src/redis/connection.js';
 import { keys, type Keys } from '../src/redis/keys.js';
@@ -170,6 +173,35 @@ describe('lease watcher', () => {
     assert.ok((calls[0] ?? 0) >= 95, `first extension at ${calls[0]}ms`);
     await sleep(300);
     assert.equal(calls.length, seen, 'no extension after stop');
+  });
+
+  it('runs on the clock the coordinator was given: its lease store\'s claim times and its watcher\'s timers', async () => {
+    const armed: number[] = [];
+    let monotonicReads = 0;
+    const clock: Timers = {
+      ...systemClock,
+      monotonic: () => {
+        monotonicReads++;
+        return systemClock.monotonic();
+      },
+      setTimer: (fn, ms, background) => {
+        armed.push(ms);
+        return systemClock.setTimer(fn, ms, background);
+      },
+    };
+    const { logger } = memoryLogger();
+    const coordinator = redisCoordinator({ redis: leaseConn, keys: keys(`lh-clock-${randomUUID()}`), instanceId: 'node-a', logger, ownsConnection: false, clock });
+    const [s] = await raw.time();
+    const result = await coordinator.claim({ jobId: 'clocked', tick: Number(s) * 1000 - 1000, leaseMs: 400, mode: 'grid', countSkip: false });
+    assert.equal(result.kind, 'claimed');
+    if (result.kind !== 'claimed') return;
+    assert.ok(monotonicReads >= 1, 'the claim time is read on the given clock');
+    const handle = result.lease.watch(400, () => assert.fail('not lost'));
+    assert.equal(armed.length, 1, 'the watcher arms its timer on the given clock');
+    assert.ok((armed[0] ?? 0) > 0 && (armed[0] ?? 0) <= 200, `half the lease time from the claim: ${armed[0]}`);
+    handle.stop();
+    assert.equal(await result.lease.release(undefined), true);
+    await coordinator.close();
   });
 
   it('refuses a nonsense lease time', async () => {

@@ -3,8 +3,16 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
 import { isLeaseholdError } from '../src/errors.js';
-import { claimScript, extendScript, releaseScript } from '../src/redis/commands.js';
+import { encodeClaimArgs } from '../src/redis/claim.js';
+import { claimScript, extendScript, releaseScript } from '../src/redis/scripts.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
+
+/** The answer of a call for one job: its reply, or its error thrown. */
+async function answer<T>(call: Promise<Array<T | Error>>): Promise<T> {
+  const [a] = await call;
+  if (a === undefined || a instanceof Error) throw a ?? new Error('no answer');
+  return a;
+}
 
 describe('lua scripts', () => {
   let server: TestRedis;
@@ -30,12 +38,12 @@ describe('lua scripts', () => {
     for (let i = 0; i < 200; i++) ticks.push(Math.floor(Math.random() * 4_102_444_800_000));
     for (const tick of ticks) {
       const k = fresh();
-      const reply = await claimScript(redis, { ...k, tick, leaseMs: 1000, holder: 'host-7', mode: 'grid', nowGuardMs: 1e15 });
+      const reply = await answer(claimScript(redis, [{ ...k, tick, leaseMs: 1000, holder: 'host-7', mode: 'grid', nowGuardMs: 1e15 }]));
       assert.equal(reply.kind, 'claimed');
       if (reply.kind !== 'claimed') continue;
       const since = new Date(reply.serverNowMs).toISOString();
-      assert.equal(reply.value, `host-7 since ${since} tick ${new Date(tick).toISOString()} token 1`);
-      assert.equal(await redis.get(k.leaseKey), reply.value);
+      assert.equal(reply.lease, `host-7 since ${since} tick ${new Date(tick).toISOString()} token 1`);
+      assert.equal(await redis.get(k.leaseKey), reply.lease);
       assert.equal(await redis.hget(k.stateKey, 'tick'), String(tick));
     }
   });
@@ -44,7 +52,7 @@ describe('lua scripts', () => {
     const k = fresh();
     const [s, us] = await redis.time();
     const serverMs = Number(s) * 1000 + Math.floor(Number(us) / 1000);
-    const reply = await claimScript(redis, { ...k, tick: serverMs + 60_000, leaseMs: 1000, holder: 'h', mode: 'grid', nowGuardMs: 0 });
+    const reply = await answer(claimScript(redis, [{ ...k, tick: serverMs + 60_000, leaseMs: 1000, holder: 'h', mode: 'grid', nowGuardMs: 0 }]));
     assert.equal(reply.kind, 'early');
     if (reply.kind === 'early') assert.ok(Math.abs(reply.serverNowMs - serverMs) < 1000);
   });
@@ -53,41 +61,52 @@ describe('lua scripts', () => {
     const k = fresh();
     const base = { ...k, tick: 1, leaseMs: 1000, holder: 'h', mode: 'grid' as const, nowGuardMs: 0 };
     for (const bad of [{ tick: 1.5 }, { tick: -1 }, { leaseMs: 0 }, { leaseMs: Number.NaN }, { nowGuardMs: -1 }]) {
-      await assert.rejects(claimScript(redis, { ...base, ...bad }), (err) => isLeaseholdError(err, 'invalidConfig'));
+      await assert.rejects(answer(claimScript(redis, [{ ...base, ...bad }])), (err) => isLeaseholdError(err, 'invalidConfig'));
     }
     await assert.rejects(extendScript(redis, { leaseKey: k.leaseKey, value: 'v', leaseMs: 0 }), (err) => isLeaseholdError(err, 'invalidConfig'));
-    await assert.rejects(releaseScript(redis, { ...k, value: 'v', delayMs: -2 }), (err) => isLeaseholdError(err, 'invalidConfig'));
+    await assert.rejects(answer(releaseScript(redis, [{ ...k, value: 'v', delayMs: -2 }])), (err) => isLeaseholdError(err, 'invalidConfig'));
   });
 
   it('answers a malformed job argument with that job\'s error and still decides the others', async () => {
     const lua = readFileSync(new URL('../src/redis/scripts/claim.lua', import.meta.url), 'utf8');
     const [a, b] = [fresh(), fresh()];
-    const reply = (await redis.eval(lua, 6, a.leaseKey, a.stateKey, a.statsKey, b.leaseKey, b.stateKey, b.statsKey, '1000 5000 grid', '1000 5000 grid 0 0 host 7')) as unknown[];
-    assert.deepEqual(reply[0], ['error', 'leasehold claim: a job\'s argument must be "<tick> <leaseMs> <mode> <nowGuardMs> <0|1> <holder>"']);
+    const good = '{"tick":1000,"leaseMs":5000,"mode":"grid","nowGuardMs":0,"countSkip":false,"holder":"host 7"}';
+    assert.equal(encodeClaimArgs({ holder: 'host 7', countSkip: false, nowGuardMs: 0, mode: 'grid', leaseMs: 5000, tick: 1000 }), good);
+    const reply = (await redis.eval(lua, 6, a.leaseKey, a.stateKey, a.statsKey, b.leaseKey, b.stateKey, b.statsKey, '1000 5000 grid', good)) as unknown[];
+    assert.deepEqual(reply[0], ['error', 'leasehold claim: a job\'s argument must be a JSON object with tick, leaseMs, mode, nowGuardMs, countSkip and holder']);
     assert.equal((reply[1] as unknown[])[0], 'claimed');
-    assert.match(String(await redis.get(b.leaseKey)), /^host 7 since /, 'the holder is the rest of the argument');
+    assert.match(String(await redis.get(b.leaseKey)), /^host 7 since /, 'the holder is any text');
     await assert.rejects(redis.eval(lua, 3, a.leaseKey, a.stateKey, a.statsKey), /expected 3 keys and 1 argument per job/);
+  });
+
+  it('answers every per-job error in one form, {\'error\', message}', async () => {
+    const release = readFileSync(new URL('../src/redis/scripts/release.lua', import.meta.url), 'utf8');
+    const k = fresh();
+    assert.deepEqual(await redis.eval(release, 2, k.leaseKey, k.stateKey, 'v', 'soon'), [['error', 'leasehold release: delayMs must be an integer']]);
+    const record = readFileSync(new URL('../src/redis/scripts/record.lua', import.meta.url), 'utf8');
+    const r = await redis.eval(record, 4, 's-test:{r}:stats', 's-test:{r}:instances', 's-test:{r}:runs', 's-test:{r}:batches', '5', '60000', 'w', '0', '{}');
+    assert.deepEqual(r, [['error', 'leasehold record: seq must be a positive integer']]);
   });
 
   it('refuses a bad mode inside the script too', async () => {
     const k = fresh();
     const mode = 'sometimes' as unknown as 'grid';
-    await assert.rejects(claimScript(redis, { ...k, tick: 1, leaseMs: 1000, holder: 'h', mode, nowGuardMs: 0 }), /mode must be grid or delay/);
+    await assert.rejects(answer(claimScript(redis, [{ ...k, tick: 1, leaseMs: 1000, holder: 'h', mode, nowGuardMs: 0 }])), /mode must be grid or delay/);
   });
 
   it('registers the scripts once per connection and survives a script flush', async () => {
     const k = fresh();
-    const first = await claimScript(redis, { ...k, tick: 1, leaseMs: 1000, holder: 'h', mode: 'grid', nowGuardMs: 0 });
+    const first = await answer(claimScript(redis, [{ ...k, tick: 1, leaseMs: 1000, holder: 'h', mode: 'grid', nowGuardMs: 0 }]));
     assert.equal(first.kind, 'claimed');
     await redis.script('FLUSH');
-    assert.equal(await extendScript(redis, { leaseKey: k.leaseKey, value: first.kind === 'claimed' ? first.value : '', leaseMs: 1000 }), true);
+    assert.equal(await extendScript(redis, { leaseKey: k.leaseKey, value: first.kind === 'claimed' ? first.lease : '', leaseMs: 1000 }), true);
   });
   it('counts a claim that finds its tick taken as a claimed skip in the stats hash, only when asked', async () => {
     const k = fresh();
-    await claimScript(redis, { ...k, tick: 1000, leaseMs: 1000, holder: 'a', mode: 'grid', nowGuardMs: 0 });
-    const done = await claimScript(redis, { ...k, countSkip: true, tick: 1000, leaseMs: 1000, holder: 'b', mode: 'grid', nowGuardMs: 0 });
+    await answer(claimScript(redis, [{ ...k, tick: 1000, leaseMs: 1000, holder: 'a', mode: 'grid', nowGuardMs: 0 }]));
+    const done = await answer(claimScript(redis, [{ ...k, countSkip: true, tick: 1000, leaseMs: 1000, holder: 'b', mode: 'grid', nowGuardMs: 0 }]));
     assert.equal(done.kind, 'done');
-    await claimScript(redis, { ...k, countSkip: false, tick: 1000, leaseMs: 1000, holder: 'c', mode: 'grid', nowGuardMs: 0 });
+    await answer(claimScript(redis, [{ ...k, countSkip: false, tick: 1000, leaseMs: 1000, holder: 'c', mode: 'grid', nowGuardMs: 0 }]));
     assert.deepEqual(await redis.hgetall(k.statsKey), { skipped: '1', skippedClaimed: '1' });
   });
 });

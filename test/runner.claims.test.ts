@@ -47,7 +47,7 @@ function setup(coordinator: Coordinator) {
 }
 
 test('a tick another node already claimed is a skip with reason claimed, not a run', async () => {
-  const c = scripted(() => ({ kind: 'done', counted: false }));
+  const c = scripted((r) => ({ kind: 'done', lastTick: r.tick, counted: false }));
   const { clock, core, events } = setup(c);
   core.add({ id: 'j', scope: 'installation', cron: '* * * * * *', run: () => {} });
   core.start();
@@ -59,7 +59,7 @@ test('a tick another node already claimed is a skip with reason claimed, not a r
 
 test('a claim that found the lease held is retried within the misfire grace and runs the tick late, once', async () => {
   let released = 0;
-  const c = scripted((r, n) => (n <= 3 ? { kind: 'held', holder: 'other' } : { kind: 'claimed', lease: lease(7, () => released++), previousTick: r.tick - 10_000 }));
+  const c = scripted((r, n) => (n <= 3 ? { kind: 'held', holder: 'other', value: 'other', pttlMs: 5_000 } : { kind: 'claimed', lease: lease(7, () => released++), token: 7, previousTick: r.tick - 10_000, serverNowMs: r.tick }));
   const { clock, core, events } = setup(c);
   core.add({ id: 'j', scope: 'installation', cron: '*/10 * * * * *', lease: '5s', run: () => {} });
   core.start();
@@ -72,7 +72,7 @@ test('a claim that found the lease held is retried within the misfire grace and 
 });
 
 test('past the misfire grace the tick is given up as claimed', async () => {
-  const c = scripted(() => ({ kind: 'held', holder: 'other' }));
+  const c = scripted(() => ({ kind: 'held', holder: 'other', value: 'other', pttlMs: 5_000 }));
   const { clock, core, events } = setup(c);
   core.add({ id: 'j', scope: 'installation', cron: '*/10 * * * * *', lease: '2s', run: () => {} });
   core.start();
@@ -85,7 +85,7 @@ test('past the misfire grace the tick is given up as claimed', async () => {
 });
 
 test('ticks between the previous claim and this one are counted as missed', async () => {
-  const c = scripted((r) => ({ kind: 'claimed', lease: lease(1, () => {}), previousTick: r.tick - 4_000 }));
+  const c = scripted((r) => ({ kind: 'claimed', lease: lease(1, () => {}), token: 1, previousTick: r.tick - 4_000, serverNowMs: T0 }));
   const { clock, core, events } = setup(c);
   core.add({ id: 'j', scope: 'installation', cron: '* * * * * *', run: () => {} });
   core.start();
@@ -105,7 +105,7 @@ test('a claim Redis refused is a failed run carrying the error, not someone else
 });
 
 test('an early claim (shared clock not at the tick yet) is retried at the tick', async () => {
-  const c = scripted((r, n) => (n === 1 ? { kind: 'early', serverNowMs: r.tick - 40 } : { kind: 'claimed', lease: lease(2, () => {}), previousTick: null }));
+  const c = scripted((r, n) => (n === 1 ? { kind: 'early', serverNowMs: r.tick - 40 } : { kind: 'claimed', lease: lease(2, () => {}), token: 2, previousTick: null, serverNowMs: T0 }));
   const { clock, core, events } = setup(c);
   core.add({ id: 'j', scope: 'installation', cron: '* * * * * *', run: () => {} });
   core.start();
@@ -116,7 +116,7 @@ test('an early claim (shared clock not at the tick yet) is retried at the tick',
 });
 
 test('fixedDelay installation: a later due time from the cluster moves the next claim there', async () => {
-  const c = scripted((r, n) => (n === 1 ? { kind: 'notDue', dueMs: T0 + 3_000 } : { kind: 'claimed', lease: lease(3, () => {}), previousTick: null }));
+  const c = scripted((r, n) => (n === 1 ? { kind: 'notDue', dueMs: T0 + 3_000 } : { kind: 'claimed', lease: lease(3, () => {}), token: 3, previousTick: null, serverNowMs: T0 }));
   const { clock, core, events } = setup(c);
   core.add({ id: 'd', scope: 'installation', fixedDelay: '1s', run: () => {} });
   core.start();
@@ -139,7 +139,7 @@ test('stop() during a claim in flight waits for it, releases a lease it won and 
   core.start();
   await clock.advance(600);
   const stopped = core.stop();
-  answer({ kind: 'claimed', lease: lease(9, () => released++), previousTick: null });
+  answer({ kind: 'claimed', lease: lease(9, () => released++), token: 9, previousTick: null, serverNowMs: T0 });
   await stopped;
   assert.deepEqual(events, ['missed 1'], 'the claimed tick runs nowhere: it is counted missed');
   assert.equal(released, 1);
@@ -152,7 +152,7 @@ test('with a claim lead the claim goes out ahead of the tick and the run starts 
     claimLeadMs: 10,
     async claim(r) {
       sentAt.push(clock.now() - r.tick);
-      return { kind: 'claimed', lease: lease(1, () => {}), previousTick: null };
+      return { kind: 'claimed', lease: lease(1, () => {}), token: 1, previousTick: null, serverNowMs: T0 };
     },
     offsetMs: () => 0,
     close: async () => {},
@@ -177,7 +177,7 @@ test('with a claim lead, a run still going at the early fire is judged on the ti
   const clock = new ManualClock(T0 + 500);
   const c: Coordinator = {
     claimLeadMs: 10,
-    claim: async () => ({ kind: 'claimed', lease: lease(1, () => {}), previousTick: null }),
+    claim: async () => ({ kind: 'claimed', lease: lease(1, () => {}), token: 1, previousTick: null, serverNowMs: T0 }),
     offsetMs: () => 0,
     close: async () => {},
   };

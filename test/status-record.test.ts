@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
 import { isLeaseholdError } from '../src/errors.js';
 import { keys } from '../src/redis/keys.js';
-import { pruneScript, recordScript, type RecordBatch } from '../src/redis/status-commands.js';
+import { pruneScript, recordScript, type RecordBatch } from '../src/redis/scripts.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
 
 describe('record.lua', () => {
@@ -31,11 +31,9 @@ describe('record.lua', () => {
           writer,
           seq,
           batch,
-          runsCap,
-          keepMs: 60_000,
-        }]);
-        if (!r?.ok) throw r?.error ?? new Error('no result');
-        return r.applied;
+        }], { runsCap, keepMs: 60_000 });
+        if (r === undefined || r instanceof Error) throw r ?? new Error('no result');
+        return r;
       },
     };
   };
@@ -158,13 +156,15 @@ describe('record.lua', () => {
     const k = keys('record-test-multi');
     const args = (job: string, batch: RecordBatch) => ({
       statsKey: k.stats(job), instancesKey: k.instanceStats(job), runsKey: k.runs(job), batchesKey: k.batches(job),
-      writer: 'w', seq: 1, batch, runsCap: 5, keepMs: 60_000,
+      writer: 'w', seq: 1, batch,
     });
     await redis.set(k.stats('broken'), 'not a hash');
-    const results = await recordScript(redis, [args('one', { incr: { runs: 1 } }), args('broken', { incr: { runs: 1 } }), args('two', { incr: { runs: 2 } })]);
-    assert.deepEqual(results.map((r) => (r.ok ? r.applied : 'error')), [true, 'error', true]);
+    const options = { runsCap: 5, keepMs: 60_000 };
+    const results = await recordScript(redis, [args('one', { incr: { runs: 1 } }), args('broken', { incr: { runs: 1 } }), args('two', { incr: { runs: 2 } })], options);
+    assert.deepEqual(results.map((r) => (r instanceof Error ? 'error' : r)), [true, 'error', true]);
+    assert.ok(isLeaseholdError(results[1], 'redisError'), 'a job\'s script error is its REDIS_ERROR');
     assert.equal(await redis.hget(k.stats('two'), 'runs'), '2');
-    assert.deepEqual(await recordScript(redis, []), []);
+    assert.deepEqual(await recordScript(redis, [], options), []);
   });
 
   it('checks its arguments', async () => {

@@ -5,14 +5,14 @@
  * ours is never extended, deleted or overwritten.
  * @module
  */
-import DataLoader from 'dataloader';
+import { systemClock, type TimerHandle, type Timers } from '../clock.js';
 import type { RedisClient } from '../redis/connection.js';
 import { ErrorCodes, LeaseholdError, isLeaseholdError, errorMessage } from '../errors.js';
-import { claimManyScript, extendScript, releaseManyScript, type ClaimMode, type ClaimReply, type ClaimScriptArgs, type ReleaseScriptArgs } from '../redis/commands.js';
+import type { ClaimRequest, ClaimResult } from '../redis/claim.js';
+import { JOBS_PER_CALL, claimScript, extendScript, releaseScript, type ClaimScriptArgs, type ReleaseScriptArgs } from '../redis/scripts.js';
 import type { Keys } from '../redis/keys.js';
 import { isCluster } from '../redis/pipeline.js';
-
-export type { ClaimMode } from '../redis/commands.js';
+import { batcher, type Batcher } from './batcher.js';
 
 /**
  * How long before a grid tick (on the node's measured Redis time) its claim is sent, so that
@@ -54,94 +54,36 @@ export interface Lease {
   release(delayMs?: number): Promise<boolean>;
 }
 
-/** What a claim found, in the order `claim.lua` checks. */
-export type ClaimResult =
-  /** The lease is ours for this tick. `previousTick` is the last claimed tick, or -1. */
-  | { kind: 'claimed'; lease: Lease; token: number; previousTick: number; serverNowMs: number }
-  /** This tick (or a later one) was already claimed: never run it again. */
-  | { kind: 'done'; lastTick: number; counted: boolean }
-  /** Another run holds the lease; `holder` is its instance id, `value` the whole lease value. */
-  | { kind: 'held'; holder: string; value: string; pttlMs: number }
-  /** fixedDelay: the previous run's end plus the delay (`dueMs`) has not come yet. */
-  | { kind: 'notDue'; dueMs: number }
-  /** Redis time is still before the tick, beyond the tolerance. */
-  | { kind: 'early'; serverNowMs: number };
-
-/** Arguments of {@link LeaseStore.claim}. */
-export interface ClaimRequest {
-  jobId: string;
-  /** The schedule tick, epoch ms; every node computes the same one. */
-  tick: number;
-  /** Lease time to live, ms. */
-  leaseMs: number;
+/** A claim as the lease store takes it: a {@link ClaimRequest} with the claimant and the guard. */
+export interface LeaseClaim extends ClaimRequest {
   /** This instance's id. */
-  holder: string;
-  /** `grid` for cron and fixedRate, `delay` for fixedDelay. */
-  mode: ClaimMode;
+  readonly holder: string;
   /** How far before the tick a claim is accepted (server time), ms; default {@link NOW_GUARD_MS}. */
-  nowGuardMs?: number;
-  /** Count a `done` answer as this claimant's skip (reason claimed) in the job's stats hash. */
-  countSkip?: boolean;
+  readonly nowGuardMs?: number;
 }
 
 /** Claims installation leases; see {@link createLeaseStore}. */
 export interface LeaseStore {
-  /** Claim `jobId`'s lease for `tick`. Throws `redisError` when Redis fails, so a broken Redis never looks like someone else's turn. */
-  claim(request: ClaimRequest): Promise<ClaimResult>;
+  /**
+   * Claim `jobId`'s lease for `tick`. Throws `redisError` when Redis fails, so a broken Redis
+   * never looks like someone else's turn. The script knows the modes `grid` and `delay`.
+   */
+  claim(request: LeaseClaim): Promise<ClaimResult<Lease>>;
   /** Sends the claims made so far in this turn of the event loop now (they go out at its end anyway). */
   flush(): void;
 }
 
 /** Options for {@link createLeaseStore}. */
 export interface LeaseStoreOptions {
-  /** Monotonic ms clock for extension deadlines; default `performance.now()`. */
-  monotonicNow?: () => number;
+  /** The clock: its monotonic ms for claim times and extension deadlines, and its timers. Default the system's. */
+  clock?: Timers;
   /**
-   * Send the claims (and the releases) made in one turn of the event loop as one script call:
-   * the claims of jobs due at the same instant travel together. Default: on, except on a
-   * Redis Cluster, where each job's keys live in their own slot.
+   * Send the claims (and the releases) made in one turn of the event loop as one script call
+   * of up to {@link JOBS_PER_CALL} jobs: the claims of jobs due at the same instant travel
+   * together. Off: one call per job, at once. Default: on, except on a Redis Cluster, where
+   * each job's keys live in their own slot.
    */
   batch?: boolean;
-}
-
-/** At most this many jobs share one claim or release call, so Redis is never busy long with one. */
-export const MAX_BATCH = 100;
-
-/** Calls `run` for one item; see {@link batcher}. */
-type Batcher<K, V> = {
-  (item: K): Promise<V>;
-  /** Sends what is waiting now rather than when the turn's I/O is done. */
-  flush(): void;
-};
-
-/**
- * Calls `run` with one item, or with every item asked for in the same turn of the event loop
- * (at most {@link MAX_BATCH} per call), sent when the turn's I/O is done or at `flush()`.
- * Each caller gets its own reply or error.
- */
-function batcher<K, V>(run: (items: readonly K[]) => Promise<Array<V | Error>>, batched: boolean): Batcher<K, V> {
-  if (!batched) {
-    const one = async (item: K): Promise<V> => {
-      const [reply] = await run([item]);
-      if (reply instanceof Error) throw reply;
-      return reply as V;
-    };
-    return Object.assign(one, { flush: () => {} });
-  }
-  let waiting: Array<() => void> = [];
-  const flush = (): void => {
-    const sends = waiting;
-    waiting = [];
-    for (const send of sends) send();
-  };
-  const loader = new DataLoader<K, V>(run, {
-    cache: false,
-    maxBatchSize: MAX_BATCH,
-    batchScheduleFn: (send) => {
-      if (waiting.push(send) === 1) setImmediate(flush);
-    },
-  });
-  return Object.assign((item: K) => loader.load(item), { flush });
 }
 
 function redisError(action: string, err: unknown): unknown {
@@ -150,20 +92,13 @@ function redisError(action: string, err: unknown): unknown {
   return new LeaseholdError(ErrorCodes.redisError, `${action} failed: ${message}`, { cause: err });
 }
 
-/** The holder part of a lease value, or the whole value when it has another shape. */
-export function holderOf(value: string): string {
-  const at = value.indexOf(' since ');
-  return at > 0 ? value.slice(0, at) : value;
-}
-
 /** A lease store on `redis` (a `lease` connection) with key names from `keys`. */
 export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseStoreOptions = {}): LeaseStore {
-  const monotonicNow = options.monotonicNow ?? (() => performance.now());
-  const batched = options.batch ?? !isCluster(redis);
-  const claimOne = batcher<ClaimScriptArgs, ClaimReply>((jobs) => claimManyScript(redis, jobs), batched);
-  const releaseOne = batcher<ReleaseScriptArgs, boolean>((jobs) => releaseManyScript(redis, jobs), batched);
+  const clock = options.clock ?? systemClock;
+  const perCall = (options.batch ?? !isCluster(redis)) ? JOBS_PER_CALL : 1;
+  const claims = batcher<ClaimScriptArgs, ClaimResult<string>>((jobs) => claimScript(redis, jobs), perCall);
+  const releases = batcher<ReleaseScriptArgs, boolean>((jobs) => releaseScript(redis, jobs), perCall);
 
-  // A job's key names, made once: a node claims the same jobs tick after tick.
   const jobKeys = new Map<string, { lease: string; state: string; stats: string }>();
   const keysOf = (jobId: string): { lease: string; state: string; stats: string } => {
     let k = jobKeys.get(jobId);
@@ -174,46 +109,28 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
     return k;
   };
 
-  const io: LeaseIo = { redis, monotonicNow, release: releaseOne };
-  function makeLease(jobId: string, tick: number, token: number, value: string, claimedAt: number): Lease {
-    const { lease: leaseKey, state: stateKey } = keysOf(jobId);
-    return new RedisLease(io, jobId, tick, token, value, claimedAt, leaseKey, stateKey);
-  }
+  const io: LeaseIo = { redis, clock, releases };
 
   return {
-    flush: () => claimOne.flush(),
+    flush: () => claims.flush(),
     async claim(request) {
       const { jobId, tick, leaseMs, holder, mode } = request;
       if (holder.length === 0) {
         throw new LeaseholdError(ErrorCodes.invalidConfig, `holder of the lease of job ${jobId} must not be empty`);
       }
       const { lease: leaseKey, state: stateKey, stats: statsKey } = keysOf(jobId);
-      const claimedAt = monotonicNow();
+      const claimedAt = clock.monotonic();
       let reply;
       try {
-        reply = await claimOne({
+        reply = await claims.send({
           leaseKey, stateKey, statsKey, countSkip: request.countSkip ?? false,
           tick, leaseMs, holder, mode, nowGuardMs: request.nowGuardMs ?? NOW_GUARD_MS,
         });
       } catch (err) {
         throw redisError(`claiming the lease of job ${jobId} for tick ${tick}`, err);
       }
-      switch (reply.kind) {
-        case 'claimed':
-          return {
-            kind: 'claimed',
-            lease: makeLease(jobId, tick, reply.token, reply.value, claimedAt),
-            token: reply.token,
-            previousTick: reply.previousTick,
-            serverNowMs: reply.serverNowMs,
-          };
-        case 'held':
-          return { kind: 'held', holder: holderOf(reply.value), value: reply.value, pttlMs: reply.pttlMs };
-        case 'done':
-          return { ...reply, counted: request.countSkip ?? false };
-        default:
-          return reply;
-      }
+      if (reply.kind !== 'claimed') return reply;
+      return { ...reply, lease: new RedisLease(io, jobId, tick, reply.token, reply.lease, claimedAt, leaseKey, stateKey) };
     },
   };
 }
@@ -221,11 +138,11 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
 /** What a {@link RedisLease} needs of its store. */
 interface LeaseIo {
   readonly redis: RedisClient;
-  readonly monotonicNow: () => number;
-  readonly release: Batcher<ReleaseScriptArgs, boolean>;
+  readonly clock: Timers;
+  readonly releases: Batcher<ReleaseScriptArgs, boolean>;
 }
 
-/** A claimed lease: one object per run, its methods on the prototype. */
+/** A claimed lease in Redis; see {@link Lease}. */
 class RedisLease implements Lease {
   // Private fields: a lease that is logged shows its job, tick, token and value only.
   readonly #io: LeaseIo;
@@ -249,24 +166,24 @@ class RedisLease implements Lease {
 
   async extend(leaseMs: number, deadlineMs?: number): Promise<boolean> {
     const io = this.#io;
-    const remaining = deadlineMs === undefined ? Infinity : deadlineMs - io.monotonicNow();
+    const { clock } = io;
+    const remaining = deadlineMs === undefined ? Infinity : deadlineMs - clock.monotonic();
     // Past the deadline the lease counts as lost: nothing is sent.
     if (remaining <= 0) return false;
     const call = extendScript(io.redis, { leaseKey: this.#leaseKey, value: this.value, leaseMs }).catch((err: unknown) => {
       throw redisError(`extending the lease of ${this.what()}`, err);
     });
     if (deadlineMs === undefined) return call;
-    let timer: NodeJS.Timeout | undefined;
+    let timer: TimerHandle | undefined;
     const noAnswer = new Promise<false>((resolve) => {
       // Timers may fire a little early against the monotonic clock:
       // re-arm until the deadline has really passed.
       const arm = (ms: number): void => {
-        timer = setTimeout(() => {
-          const left = deadlineMs - io.monotonicNow();
+        timer = clock.setTimer(() => {
+          const left = deadlineMs - clock.monotonic();
           if (left > 0) arm(left);
           else resolve(false);
-        }, ms);
-        timer.unref();
+        }, ms, true);
       };
       arm(remaining);
     });
@@ -275,13 +192,13 @@ class RedisLease implements Lease {
       // race and ignored: the caller has already been told "lost".
       return await Promise.race([call, noAnswer]);
     } finally {
-      clearTimeout(timer);
+      if (timer !== undefined) clock.clearTimer(timer);
     }
   }
 
   async release(delayMs = -1): Promise<boolean> {
     try {
-      return await this.#io.release({ leaseKey: this.#leaseKey, stateKey: this.#stateKey, value: this.value, delayMs });
+      return await this.#io.releases.send({ leaseKey: this.#leaseKey, stateKey: this.#stateKey, value: this.value, delayMs });
     } catch (err) {
       throw redisError(`releasing the lease of ${this.what()}`, err);
     }

@@ -12,9 +12,9 @@ export function localCoordinator(clock: Timers): Coordinator {
     async claim({ jobId, tick, mode }) {
       const s = state.get(jobId) ?? { tick: -Infinity, due: undefined, held: false, fence: 0 };
       state.set(jobId, s);
-      if (mode !== 'manual' && s.tick >= tick) return { kind: 'done', counted: false };
+      if (mode !== 'manual' && s.tick >= tick) return { kind: 'done', lastTick: s.tick, counted: false };
       if (mode === 'delay' && s.due !== undefined && tick < s.due) return { kind: 'notDue', dueMs: s.due };
-      if (s.held) return { kind: 'held', holder: 'this node' };
+      if (s.held) return { kind: 'held', holder: 'this node', value: 'this node', pttlMs: -1 };
       const previousTick = Number.isFinite(s.tick) ? s.tick : null;
       if (mode !== 'manual') s.tick = tick;
       s.held = true;
@@ -28,7 +28,7 @@ export function localCoordinator(clock: Timers): Coordinator {
           return true;
         },
       };
-      return { kind: 'claimed', lease, previousTick };
+      return { kind: 'claimed', lease, token: s.fence, previousTick, serverNowMs: clock.now() };
     },
     offsetMs: () => 0,
     afterClockStep(stepMs) {

@@ -4,19 +4,9 @@
  * stand-in (`local.ts`) makes this node the only one.
  * @module
  */
+import type { ClaimRequest, ClaimResult as ClaimResultOf } from '../redis/claim.js';
 
-/** How an installation tick is identified. */
-export type ClaimMode = 'grid' | 'delay' | 'manual';
-
-/** A claim request. Times are epoch ms on the shared (Redis) clock. */
-export interface ClaimRequest {
-  readonly jobId: string;
-  readonly tick: number;
-  readonly leaseMs: number;
-  readonly mode: ClaimMode;
-  /** When the tick turns out claimed already, add this node's skip to the cluster's counters in the same call. */
-  readonly countSkip: boolean;
-}
+export type { ClaimMode, ClaimRequest } from '../redis/claim.js';
 
 /** Why a lease can no longer be trusted. */
 export const LeaseLossCauses = {
@@ -61,17 +51,8 @@ export interface HeldLease {
   release(delayMs: number | undefined): Promise<boolean>;
 }
 
-/** What a claim found. */
-export type ClaimResult =
-  | { readonly kind: 'claimed'; readonly lease: HeldLease; readonly previousTick: number | null }
-  /** This tick was claimed already (it runs or ran elsewhere); `counted` when the skip was recorded with it. */
-  | { readonly kind: 'done'; readonly counted: boolean }
-  /** Another run (of an earlier tick) holds the lease. */
-  | { readonly kind: 'held'; readonly holder: string }
-  /** fixedDelay: the cluster's next run is due later. */
-  | { readonly kind: 'notDue'; readonly dueMs: number }
-  /** The shared clock has not reached the tick yet. */
-  | { readonly kind: 'early'; readonly serverNowMs: number };
+/** What a claim found, a claimed lease being one this node holds. */
+export type ClaimResult = ClaimResultOf<HeldLease>;
 
 /** Decides installation ticks. */
 export interface Coordinator {

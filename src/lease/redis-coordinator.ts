@@ -2,6 +2,7 @@
  * The Redis coordinator: installation claims through the lease store, on Redis time.
  * @module
  */
+import { systemClock, type TimerHandle, type Timers } from '../clock.js';
 import { closeRedis, type RedisClient } from '../redis/connection.js';
 import type { Logger } from '../logger.js';
 import type { Coordinator, ClaimResult, HeldLease, LeaseLoss, LeaseWatchHandle } from './port.js';
@@ -22,6 +23,8 @@ export interface RedisCoordinatorOptions {
   readonly logger: Logger;
   /** Close the connection on `close()`. */
   readonly ownsConnection: boolean;
+  /** The clock of the runner it serves (offsets to Redis time, lease deadlines, timers); default the system's. */
+  readonly clock?: Timers;
 }
 
 /** A coordinator that also measures its offset to Redis time. */
@@ -32,14 +35,15 @@ export interface RedisCoordinator extends Coordinator {
 
 /** Creates the Redis coordinator. */
 export function redisCoordinator(opts: RedisCoordinatorOptions): RedisCoordinator {
-  const store = createLeaseStore(opts.redis, opts.keys);
+  const clock = opts.clock ?? systemClock;
+  const store = createLeaseStore(opts.redis, opts.keys, { clock });
   let offset = 0;
-  let timer: NodeJS.Timeout | undefined;
+  let timer: TimerHandle | undefined;
   let closed = false;
 
   const measure = async (): Promise<void> => {
     try {
-      const m = await measureOffset(opts.redis);
+      const m = await measureOffset(opts.redis, clock);
       if (Math.abs(m.offsetMs - offset) > 250) {
         opts.logger.info({ offsetMs: Math.round(m.offsetMs), rttMs: m.rttMs }, 'this node\'s clock is %d ms off Redis time; scheduling on Redis time', Math.round(-m.offsetMs));
       }
@@ -53,36 +57,25 @@ export function redisCoordinator(opts: RedisCoordinatorOptions): RedisCoordinato
     async start() {
       await measure();
       const loop = (): void => {
-        timer = setTimeout(() => {
+        timer = clock.setTimer(() => {
           void measure().finally(() => {
             if (!closed) loop();
           });
-        }, OFFSET_INTERVAL_MS);
-        timer.unref();
+        }, OFFSET_INTERVAL_MS, true);
       };
       loop();
     },
     offsetMs: () => offset,
     claimLeadMs: CLAIM_LEAD_MS,
     flush: () => store.flush(),
-    async claim({ jobId, tick, leaseMs, mode, countSkip }): Promise<ClaimResult> {
-      const r = await store.claim({ jobId, tick, leaseMs, holder: opts.instanceId, mode: mode === 'delay' ? 'delay' : 'grid', countSkip });
-      switch (r.kind) {
-        case 'claimed':
-          return { kind: 'claimed', lease: new Held(r.lease, r.token), previousTick: r.previousTick < 0 ? null : r.previousTick };
-        case 'done':
-          return { kind: 'done', counted: r.counted };
-        case 'held':
-          return { kind: 'held', holder: r.holder };
-        case 'notDue':
-          return { kind: 'notDue', dueMs: r.dueMs };
-        case 'early':
-          return { kind: 'early', serverNowMs: r.serverNowMs };
-      }
+    async claim(request): Promise<ClaimResult> {
+      // The claim script has no manual mode yet: a manual claim is a grid claim there.
+      const r = await store.claim({ ...request, holder: opts.instanceId, mode: request.mode === 'manual' ? 'grid' : request.mode });
+      return r.kind === 'claimed' ? { ...r, lease: new Held(r.lease, clock) } : r;
     },
     async close() {
       closed = true;
-      if (timer) clearTimeout(timer);
+      if (timer !== undefined) clock.clearTimer(timer);
       if (opts.ownsConnection) {
         await closeRedis(opts.redis);
       }
@@ -90,19 +83,20 @@ export function redisCoordinator(opts: RedisCoordinatorOptions): RedisCoordinato
   };
 }
 
-/** A lease as the runner holds it: one object per run, its methods on the prototype. */
+/** A lease as the runner holds it, watched on the coordinator's clock. */
 class Held implements HeldLease {
   readonly #lease: Lease;
+  readonly #clock: Timers;
+  readonly token: number;
 
-  constructor(
-    lease: Lease,
-    readonly token: number,
-  ) {
+  constructor(lease: Lease, clock: Timers) {
     this.#lease = lease;
+    this.#clock = clock;
+    this.token = lease.token;
   }
 
   watch(leaseMs: number, onLost: (loss: LeaseLoss) => void): LeaseWatchHandle {
-    return watchLease(this.#lease, { leaseMs, onLost });
+    return watchLease(this.#lease, { leaseMs, onLost, clock: this.#clock });
   }
 
   release(delayMs: number | undefined): Promise<boolean> {

@@ -5,6 +5,7 @@
  * @module
  */
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { systemClock, type Timers } from '../clock.js';
 import { ErrorCodes, LeaseholdError } from '../errors.js';
 
 /**
@@ -365,9 +366,9 @@ export async function closeRedis(conn: RedisClient): Promise<void> {
 
 /**
  * Resolves once `redis` is ready for commands; rejects with `redisError`
- * after `timeoutMs` or when the connection is closed for good.
+ * after `timeoutMs` (on `clock`) or when the connection is closed for good.
  */
-export function whenReady(redis: RedisClient, timeoutMs: number): Promise<void> {
+export function whenReady(redis: RedisClient, timeoutMs: number, clock: Timers = systemClock): Promise<void> {
   if (redis.status === 'ready') return Promise.resolve();
   if (redis.status === 'end') {
     return Promise.reject(new LeaseholdError(ErrorCodes.redisError, 'Redis connection is closed'));
@@ -375,7 +376,7 @@ export function whenReady(redis: RedisClient, timeoutMs: number): Promise<void> 
   return new Promise((resolve, reject) => {
     let lastError: unknown;
     const cleanup = (): void => {
-      clearTimeout(timer);
+      clock.clearTimer(timer);
       redis.off('ready', onReady);
       redis.off('end', onEnd);
       redis.off('error', onError);
@@ -391,7 +392,7 @@ export function whenReady(redis: RedisClient, timeoutMs: number): Promise<void> 
     const onError = (err: unknown): void => {
       lastError = err;
     };
-    const timer = setTimeout(() => {
+    const timer = clock.setTimer(() => {
       cleanup();
       reject(new LeaseholdError(ErrorCodes.redisError, `Redis not ready within ${timeoutMs}ms`, { cause: lastError }));
     }, timeoutMs);

@@ -3,7 +3,7 @@
  * pipeline only when all its keys live on one node, and leasehold's reads and writes mix the
  * keys of many jobs (each in its own slot) with cluster-wide keys. So on a Cluster the
  * commands are split by hash slot group (a key's hash tag, or the whole key without one) into
- * pipelines sent together; on a single Redis they stay one pipeline, as fast as before.
+ * pipelines sent together; on a single Redis they stay one pipeline.
  * @module
  */
 import { Cluster, type ChainableCommander } from 'ioredis';

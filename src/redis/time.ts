@@ -6,7 +6,7 @@
  */
 import { ErrorCodes, LeaseholdError } from '../errors.js';
 import type { RedisClient } from './connection.js';
-import type { Clock as RunnerClock } from '../clock.js';
+import { systemClock, type Clock as RunnerClock } from '../clock.js';
 
 /** A source of the present moment in epoch ms (the runner's clock will do). */
 export type Clock = Pick<RunnerClock, 'now'>;
@@ -27,7 +27,7 @@ export const OFFSET_SAMPLES = 5;
  * keeping the sample with the smallest round trip and placing Redis's answer
  * at its midpoint. Throws `redisError` when Redis fails.
  */
-export async function measureOffset(redis: RedisClient, clock: Clock = { now: () => Date.now() }): Promise<ClockOffset> {
+export async function measureOffset(redis: RedisClient, clock: Clock = systemClock): Promise<ClockOffset> {
   let best = await sample(redis, clock);
   for (let i = 1; i < OFFSET_SAMPLES; i++) {
     const next = await sample(redis, clock);

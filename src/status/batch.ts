@@ -4,7 +4,7 @@
  * @module
  */
 import type { RunEndedEvent, SkippedEvent } from '../runner/events.js';
-import type { RecordBatch } from '../redis/status-commands.js';
+import type { RecordBatch } from '../redis/scripts.js';
 
 /** Longest `lastError` (and run error) kept, in characters. */
 const MAX_ERROR_LENGTH = 1_000;

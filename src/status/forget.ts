@@ -21,7 +21,7 @@ export type ForgetResult =
 /**
  * Removes a job's stats, per-instance rows, recent runs, claim state, batches, its settings
  * fields and its id from the job set, when no live node registers it.
- * @throws LeaseholdError `REDIS_ERROR` when Redis fails.
+ * @throws LeaseholdError `redisError` when Redis fails.
  */
 export async function forgetJob(redis: RedisClient, keys: Keys, jobId: string): Promise<ForgetResult> {
   try {

@@ -12,7 +12,7 @@ import type { RedisClient } from '../redis/connection.js';
 import type { Logger } from '../logger.js';
 import type { RunnerCore } from '../runner/runner.js';
 import type { Keys } from '../redis/keys.js';
-import { recordScript, type RecordBatch } from '../redis/status-commands.js';
+import { recordScript, type RecordBatch } from '../redis/scripts.js';
 import { JobBatch, iso } from './batch.js';
 import { describeJob } from './describe.js';
 import { errorMessage } from '../errors.js';
@@ -296,20 +296,19 @@ export class StatsWriter {
         writer: this.writerId,
         seq: inflight.seq,
         batch: inflight.batch,
-        runsCap: this.runsCap,
-        keepMs: BATCHES_KEEP_MS,
       })),
+      { runsCap: this.runsCap, keepMs: BATCHES_KEEP_MS },
     );
     let error: Error | undefined;
     results.forEach((r, i) => {
       const item = chunk[i];
       if (!item) return;
-      if (!r.ok) {
-        error ??= r.error;
+      if (r instanceof Error) {
+        error ??= r;
         return;
       }
       // Applied now, or by an earlier attempt whose reply was lost: either way it is in.
-      if (r.applied) this.counts.applied++;
+      if (r) this.counts.applied++;
       else this.counts.duplicates++;
       if (item.s.inflight === item.inflight) item.s.inflight = undefined;
     });

@@ -13,31 +13,33 @@
     KEYS[3i]   stats  hash    the job's counters: `skipped` and `skippedClaimed`
                               grow by one for a counted 'done'
 
-    ARGV[i]  '<tick> <leaseMs> <mode> <nowGuardMs> <countSkip> <holder>', one
-             space between each (one string per job rather than six: a node
-             claims a thousand jobs at one tick, and each argument is framed
-             and sent on its own):
+    ARGV[i]  string  the job's arguments, a JSON object with these members:
       tick        integer  epoch ms; the schedule tick every node agrees on
       leaseMs     integer  ms; lease time to live, > 0
       mode        string   'grid' (cron, fixedRate) or 'delay' (fixedDelay)
-      nowGuardMs  integer  ms; how far before the tick a claim is accepted
-      countSkip   string   '1': a 'done' answer is the claimant's skip with
-                           reason claimed, added to the stats hash here so
-                           the claimant need not write it; '0': not counted
-      holder      string   instance id of the claimant (the rest of the text)
+      nowGuardMs  integer  ms; how far before the tick a claim is accepted, >= 0
+      countSkip   boolean  true: a 'done' answer is the claimant's skip with
+                           reason claimed, and is counted in the stats hash
+                           here. The claimant learns that it lost the tick
+                           from this very reply, so counting it here costs
+                           no second round trip to Redis and no stats write
+                           by the node; false: not counted
+      holder      string   instance id of the claimant
 
   Output: one reply per job, in input order; each is the first decision that
   applies:
-    {'error', message}        the job's arguments are invalid; nothing changed
+    {'error', message}        the job's argument is malformed or invalid;
+                              nothing changed
     {'early', serverNowMs}    server time is before tick - nowGuardMs
     {'done', lastTick}        this tick, or a later one, was already claimed
-                              (counted as a claimed skip when countSkip is '1')
+                              (counted as a claimed skip when countSkip)
     {'notDue', dueMs}         mode 'delay' and tick is before state.due
     {'held', value, pttlMs}   someone holds the lease (pttlMs -1: no TTL)
     {'claimed', token, value, previousTick, serverNowMs}
                               claimed: state.tick = tick, state.fence
                               incremented to token, lease set with leaseMs;
                               previousTick is the last claimed tick or -1
+  A call whose keys are not three per argument is refused as a whole.
 ]]
 if #KEYS ~= 3 * #ARGV then
   return redis.error_reply('ERR leasehold claim: expected 3 keys and 1 argument per job')
@@ -68,37 +70,46 @@ end
 local time = redis.call('TIME')
 local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
-local nowIso -- iso(nowMs), made once when first needed
+local nowIso = iso(nowMs)
 
-local function invalid(tick, leaseMs, mode, nowGuardMs)
-  if not tick or tick ~= math.floor(tick) then
+-- Why a job's arguments cannot be used, or nil.
+local function invalid(job)
+  local tick, leaseMs, nowGuardMs = job.tick, job.leaseMs, job.nowGuardMs
+  if type(tick) ~= 'number' or tick ~= math.floor(tick) then
     return 'leasehold claim: tick must be an integer (ms)'
   end
-  if not leaseMs or leaseMs <= 0 or leaseMs ~= math.floor(leaseMs) then
+  if type(leaseMs) ~= 'number' or leaseMs <= 0 or leaseMs ~= math.floor(leaseMs) then
     return 'leasehold claim: leaseMs must be a positive integer'
   end
-  if mode ~= 'grid' and mode ~= 'delay' then
+  if job.mode ~= 'grid' and job.mode ~= 'delay' then
     return 'leasehold claim: mode must be grid or delay'
   end
-  if not nowGuardMs or nowGuardMs < 0 then
+  if type(nowGuardMs) ~= 'number' or nowGuardMs < 0 then
     return 'leasehold claim: nowGuardMs must be >= 0'
+  end
+  if type(job.countSkip) ~= 'boolean' then
+    return 'leasehold claim: countSkip must be true or false'
+  end
+  if type(job.holder) ~= 'string' then
+    return 'leasehold claim: holder must be a string'
   end
   return nil
 end
 
-local function claim(leaseKey, stateKey, statsKey, tick, leaseMs, holder, mode, nowGuardMs, countSkip)
-  local bad = invalid(tick, leaseMs, mode, nowGuardMs)
+local function claim(leaseKey, stateKey, statsKey, job)
+  local bad = invalid(job)
   if bad then
     return {'error', bad}
   end
-  if nowMs < tick - nowGuardMs then
+  local tick = job.tick
+  if nowMs < tick - job.nowGuardMs then
     return {'early', nowMs}
   end
 
   local state = redis.call('HMGET', stateKey, 'tick', 'due')
   local lastTick = tonumber(state[1])
   if lastTick and lastTick >= tick then
-    if countSkip then
+    if job.countSkip then
       redis.call('HINCRBY', statsKey, 'skipped', 1)
       redis.call('HINCRBY', statsKey, 'skippedClaimed', 1)
     end
@@ -106,7 +117,7 @@ local function claim(leaseKey, stateKey, statsKey, tick, leaseMs, holder, mode, 
   end
 
   local due = tonumber(state[2])
-  if mode == 'delay' and due and tick < due then
+  if job.mode == 'delay' and due and tick < due then
     return {'notDue', due}
   end
 
@@ -117,22 +128,19 @@ local function claim(leaseKey, stateKey, statsKey, tick, leaseMs, holder, mode, 
 
   local token = redis.call('HINCRBY', stateKey, 'fence', 1)
   redis.call('HSET', stateKey, 'tick', string.format('%d', tick))
-  nowIso = nowIso or iso(nowMs)
-  local value = holder .. ' since ' .. nowIso .. ' tick ' .. iso(tick) .. ' token ' .. token
-  redis.call('SET', leaseKey, value, 'PX', leaseMs)
+  local value = job.holder .. ' since ' .. nowIso .. ' tick ' .. iso(tick) .. ' token ' .. token
+  redis.call('SET', leaseKey, value, 'PX', job.leaseMs)
   return {'claimed', token, value, lastTick or -1, nowMs}
 end
 
 local replies = {}
 for i = 1, #ARGV do
   local k = 3 * (i - 1)
-  local tick, leaseMs, mode, nowGuardMs, countSkip, holder =
-    string.match(ARGV[i], '^(%S+) (%S+) (%S+) (%S+) ([01]) (.*)$')
-  if not tick then
-    replies[i] = {'error', 'leasehold claim: a job\'s argument must be "<tick> <leaseMs> <mode> <nowGuardMs> <0|1> <holder>"'}
+  local ok, job = pcall(cjson.decode, ARGV[i])
+  if not ok or type(job) ~= 'table' then
+    replies[i] = {'error', 'leasehold claim: a job\'s argument must be a JSON object with tick, leaseMs, mode, nowGuardMs, countSkip and holder'}
   else
-    replies[i] = claim(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3],
-      tonumber(tick), tonumber(leaseMs), holder, mode, tonumber(nowGuardMs), countSkip == '1')
+    replies[i] = claim(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], job)
   end
 end
 return replies

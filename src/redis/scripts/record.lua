@@ -33,10 +33,13 @@
                          inst      object   { id, incr, last, set } for the writer's instance
                          runs      array    JSON strings, oldest first
 
-  Output:
-    An array with one entry per job, in order: 1 when its batch was applied,
-    0 when its writer had applied it before, or an error text starting with
-    'ERR' when applying it failed (the other jobs' batches are still applied).
+  Output: one reply per job, in input order (each job is applied on its own):
+    1                   its batch was applied
+    0                   its writer had applied this batch before: nothing changed
+    {'error', message}  its seq or batch is invalid (nothing changed), or applying
+                        it failed (a key of the wrong type)
+  A call whose keys and arguments do not match, or whose runsCap or keepMs is
+  invalid, is refused as a whole.
 ]]
 local runsCap = tonumber(ARGV[1])
 local keepMs = tonumber(ARGV[2])
@@ -67,7 +70,7 @@ local function int(n)
   return string.format('%d', n)
 end
 
--- One HSET for all of a table's fields (one command, not one per field).
+-- Sets every field of a table, its name after `prefix`, in one HSET.
 local function setAll(key, prefix, fields)
   if type(fields) ~= 'table' then return end
   local args = {}
@@ -174,18 +177,16 @@ for j = 1, #KEYS / 4 do
   local seq = tonumber(ARGV[3 * j + 1])
   local ok, batch = pcall(cjson.decode, ARGV[3 * j + 2])
   if not seq or seq ~= math.floor(seq) or seq < 1 then
-    return redis.error_reply('ERR leasehold record: seq must be a positive integer')
-  end
-  if not ok or type(batch) ~= 'table' then
-    return redis.error_reply('ERR leasehold record: batch must be a JSON object')
-  end
-  -- One job's failure (a key of the wrong type) is that job's alone: its slot in the
-  -- reply carries the error text and the other jobs are applied.
-  local applied, result = pcall(apply, KEYS[4 * j - 3], KEYS[4 * j - 2], KEYS[4 * j - 1], KEYS[4 * j], ARGV[3 * j], seq, batch)
-  if applied then
-    results[j] = result
+    results[j] = {'error', 'leasehold record: seq must be a positive integer'}
+  elseif not ok or type(batch) ~= 'table' then
+    results[j] = {'error', 'leasehold record: batch must be a JSON object'}
   else
-    results[j] = 'ERR ' .. tostring(type(result) == 'table' and result.err or result)
+    local applied, result = pcall(apply, KEYS[4 * j - 3], KEYS[4 * j - 2], KEYS[4 * j - 1], KEYS[4 * j], ARGV[3 * j], seq, batch)
+    if applied then
+      results[j] = result
+    else
+      results[j] = {'error', 'leasehold record: ' .. tostring(type(result) == 'table' and result.err or result)}
+    end
   end
 end
 return results

@@ -12,9 +12,11 @@
     ARGV[2i]   delayMs  integer  ms; fixedDelay delay, or -1 for other schedules
 
   Output: one reply per job, in input order:
-    1 if the lease was ours and is deleted (and due set when delayMs >= 0),
-    0 if it is gone or someone else's: nothing is changed,
-    an error text if the job's arguments are invalid: nothing is changed.
+    1                   the lease was ours and is deleted (and due set when
+                        delayMs >= 0)
+    0                   it is gone or someone else's: nothing is changed
+    {'error', message}  the job's arguments are invalid: nothing is changed
+  A call whose keys and arguments are not two per job is refused as a whole.
 ]]
 if #KEYS ~= 2 * math.floor(#KEYS / 2) or #ARGV ~= #KEYS then
   return redis.error_reply('ERR leasehold release: expected 2 keys and 2 arguments per job')
@@ -26,7 +28,7 @@ for i = 1, #KEYS / 2 do
   local leaseKey, stateKey = KEYS[2 * i - 1], KEYS[2 * i]
   local value, delayMs = ARGV[2 * i - 1], tonumber(ARGV[2 * i])
   if not delayMs or delayMs ~= math.floor(delayMs) then
-    replies[i] = 'leasehold release: delayMs must be an integer'
+    replies[i] = {'error', 'leasehold release: delayMs must be an integer'}
   elseif redis.call('GET', leaseKey) ~= value then
     replies[i] = 0
   else

@@ -1,0 +1,69 @@
+/**
+ * The claim of an installation tick, as it travels from the runner to `claim.lua` and back:
+ * what is asked, the script's argument for one job, and what was found. The lease store and
+ * the lease port use these same types.
+ * @module
+ */
+
+/**
+ * How an installation tick is identified: on a fixed grid (cron, fixedRate), after a delay
+ * (fixedDelay), or a manual run. `claim.lua` knows `grid` and `delay`; a manual claim is sent
+ * to it as `grid`.
+ */
+export type ClaimMode = 'grid' | 'delay' | 'manual';
+
+/** A claim of one job's tick. Times are epoch ms on the shared (Redis) clock. */
+export interface ClaimRequest {
+  readonly jobId: string;
+  /** The schedule tick; every node computes the same one. */
+  readonly tick: number;
+  /** Lease time to live, ms. */
+  readonly leaseMs: number;
+  readonly mode: ClaimMode;
+  /** When the tick turns out claimed already, add this node's skip to the job's counters in the same call. Default false. */
+  readonly countSkip?: boolean;
+}
+
+/** What `claim.lua` reads of one job besides its keys; see the script's header. */
+export interface ClaimArgs {
+  /** The schedule tick, epoch ms. */
+  readonly tick: number;
+  /** Lease time to live, ms. */
+  readonly leaseMs: number;
+  readonly mode: ClaimMode;
+  /** How far before the tick (server time) a claim is accepted, ms. */
+  readonly nowGuardMs: number;
+  /** Count a `done` answer as this claimant's skip (reason claimed) in the job's stats hash. */
+  readonly countSkip: boolean;
+  /** Instance id of the claimant. */
+  readonly holder: string;
+}
+
+/** One job's argument of `claim.lua`: a JSON object of the members its header names. */
+export function encodeClaimArgs(args: ClaimArgs): string {
+  const { tick, leaseMs, mode, nowGuardMs, countSkip, holder } = args;
+  return JSON.stringify({ tick, leaseMs, mode, nowGuardMs, countSkip, holder });
+}
+
+/**
+ * What a claim found, in the order `claim.lua` decides. `L` is what a claimed lease is where
+ * the answer is read: the lease value the script wrote (its wrapper), a lease to extend and
+ * release (the lease store), a lease the runner holds (the lease port).
+ */
+export type ClaimResult<L> =
+  /** The lease is ours for this tick: `token` is its fencing token, `previousTick` the tick claimed before (null: none). */
+  | { readonly kind: 'claimed'; readonly lease: L; readonly token: number; readonly previousTick: number | null; readonly serverNowMs: number }
+  /** This tick, or a later one, was claimed already (it runs or ran elsewhere): never run it. `counted` when the skip was recorded with it. */
+  | { readonly kind: 'done'; readonly lastTick: number; readonly counted: boolean }
+  /** Another run (of an earlier tick) holds the lease: `holder` is its instance id, `value` the whole lease value, `pttlMs` its time to live (-1: none). */
+  | { readonly kind: 'held'; readonly holder: string; readonly value: string; readonly pttlMs: number }
+  /** fixedDelay: the previous run's end plus the delay, `dueMs`, has not come yet. */
+  | { readonly kind: 'notDue'; readonly dueMs: number }
+  /** The shared clock has not reached the tick yet, beyond the tolerance. */
+  | { readonly kind: 'early'; readonly serverNowMs: number };
+
+/** The holder part of a lease value (`<holder> since ...`), or the whole value when it has another shape. */
+export function holderOf(value: string): string {
+  const at = value.indexOf(' since ');
+  return at > 0 ? value.slice(0, at) : value;
+}

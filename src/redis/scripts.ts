@@ -1,0 +1,306 @@
+/**
+ * The Lua scripts of `./scripts/`, each with one typed wrapper: claim, extend and release a
+ * job's lease; record a job's stats batch; prune the rows of gone instances. Each script is
+ * read once and registered with ioredis `defineCommand` once per connection (EVALSHA, falling
+ * back to EVAL when Redis has forgotten the script). The wrappers check their arguments
+ * before anything is sent and every reply before it is returned.
+ * @module
+ */
+import { readFileSync } from 'node:fs';
+import type { ChainableCommander } from 'ioredis';
+import { ErrorCodes, LeaseholdError } from '../errors.js';
+import { encodeClaimArgs, holderOf, type ClaimArgs, type ClaimResult } from './claim.js';
+import type { RedisClient } from './connection.js';
+import { isCluster, pipelined } from './pipeline.js';
+
+/**
+ * The commands `defineCommand` adds to a connection. Scripts that serve any number of jobs
+ * take the number of keys as their first argument.
+ */
+interface ScriptCommands {
+  /** 3 keys per job, then 1 argument per job (see `claim.lua`). */
+  leaseholdClaim(numberOfKeys: number, ...keysThenArgs: string[]): Promise<unknown>;
+  leaseholdExtend(lease: string, value: string, leaseMs: string): Promise<unknown>;
+  /** 2 keys per job, then 2 arguments per job (see `release.lua`). */
+  leaseholdRelease(numberOfKeys: number, ...keysThenArgs: string[]): Promise<unknown>;
+  leaseholdPrune(instances: string, cutoff: string, ...ids: string[]): Promise<unknown>;
+}
+
+/** The commands `defineCommand` adds to the connection's pipelines, as used there. */
+interface ScriptPipeline {
+  /** 4 keys per job, then runsCap, keepMs and 3 arguments per job (see `record.lua`). */
+  leaseholdRecord(numberOfKeys: number, ...keysThenArgs: string[]): ChainableCommander;
+}
+
+/** Each script's command and file; `numberOfKeys` when it is fixed. */
+const SCRIPTS: ReadonlyArray<{ command: keyof ScriptCommands | keyof ScriptPipeline; file: string; numberOfKeys?: number }> = [
+  { command: 'leaseholdClaim', file: 'claim.lua' },
+  { command: 'leaseholdExtend', file: 'extend.lua', numberOfKeys: 1 },
+  { command: 'leaseholdRelease', file: 'release.lua' },
+  { command: 'leaseholdRecord', file: 'record.lua' },
+  { command: 'leaseholdPrune', file: 'prune.lua', numberOfKeys: 1 },
+];
+
+const sources = new Map<string, string>();
+const registered = new WeakSet<RedisClient>();
+
+/** A script's Lua text, read from disk once. */
+function source(file: string): string {
+  let lua = sources.get(file);
+  if (lua === undefined) {
+    lua = readFileSync(new URL(`./scripts/${file}`, import.meta.url), 'utf8');
+    sources.set(file, lua);
+  }
+  return lua;
+}
+
+/** `redis` with the scripts' commands, registered on first use. */
+function commands(redis: RedisClient): ScriptCommands {
+  if (!registered.has(redis)) {
+    for (const { command, file, numberOfKeys } of SCRIPTS) {
+      redis.defineCommand(command, numberOfKeys === undefined ? { lua: source(file) } : { numberOfKeys, lua: source(file) });
+    }
+    registered.add(redis);
+  }
+  return redis as unknown as ScriptCommands;
+}
+
+/** At most this many jobs go in one call of a script that serves many, so Redis is never busy long with one call. */
+export const JOBS_PER_CALL = 100;
+
+type ScriptName = 'claim' | 'extend' | 'release' | 'record' | 'prune';
+
+function unexpected(script: ScriptName, reply: unknown): LeaseholdError {
+  return new LeaseholdError(ErrorCodes.redisError, `unexpected reply from the ${script} script: ${JSON.stringify(reply)}`);
+}
+
+function isInteger(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value);
+}
+
+/** Throws `invalidConfig` unless `value` is an integer >= `min`. */
+function requireInteger(name: string, value: number, min: number): void {
+  if (!Number.isSafeInteger(value) || value < min) {
+    throw new LeaseholdError(ErrorCodes.invalidConfig, `${name} must be an integer >= ${min}, got ${String(value)}`);
+  }
+}
+
+/**
+ * Checks each job with `check` (which throws its error), sends the valid ones with `send`,
+ * and answers per job in input order: its reply, or its own error. One job's bad arguments
+ * never fail the others; `send` failing as a whole rejects.
+ */
+async function sendValid<J, R>(jobs: readonly J[], check: (job: J) => void, send: (valid: J[]) => Promise<Array<R | Error>>): Promise<Array<R | Error>> {
+  const refused = jobs.map((job): Error | undefined => {
+    try {
+      check(job);
+      return undefined;
+    } catch (err) {
+      return err as Error;
+    }
+  });
+  const valid = jobs.filter((_, i) => refused[i] === undefined);
+  const replies = valid.length > 0 ? await send(valid) : [];
+  let next = 0;
+  return refused.map((err) => err ?? (replies[next++] as R | Error));
+}
+
+/**
+ * The reply of a script that serves many jobs, one answer per job in order: a job's
+ * `{'error', message}` becomes its `redisError`, any other answer is `read`'s to check
+ * (undefined: malformed). Throws when the reply is not one answer per job.
+ */
+function perJob<R>(script: ScriptName, reply: unknown, jobs: number, read: (answer: unknown, job: number) => R | undefined): Array<R | LeaseholdError> {
+  if (!Array.isArray(reply) || reply.length !== jobs) throw unexpected(script, reply);
+  return reply.map((answer: unknown, job) => {
+    if (Array.isArray(answer) && answer[0] === 'error') {
+      return new LeaseholdError(ErrorCodes.redisError, `the ${script} script refused: ${String(answer[1])}`);
+    }
+    return read(answer, job) ?? unexpected(script, answer);
+  });
+}
+
+/** A 1 or 0 answer as true or false. */
+function flag(answer: unknown): boolean | undefined {
+  return answer === 1 ? true : answer === 0 ? false : undefined;
+}
+
+/** One job of {@link claimScript}: its keys and its arguments. */
+export interface ClaimScriptArgs extends ClaimArgs {
+  readonly leaseKey: string;
+  readonly stateKey: string;
+  /** The job's stats hash, where a counted `done` answer adds the claimed skip. */
+  readonly statsKey: string;
+}
+
+/** One job's answer of `claim.lua` as a {@link ClaimResult}, the lease being its value; undefined when malformed. */
+function claimResult(answer: unknown, job: ClaimArgs): ClaimResult<string> | undefined {
+  if (!Array.isArray(answer)) return undefined;
+  const [kind, a, b, c, d] = answer as unknown[];
+  switch (kind) {
+    case 'early':
+      if (isInteger(a)) return { kind, serverNowMs: a };
+      break;
+    case 'done':
+      if (isInteger(a)) return { kind, lastTick: a, counted: job.countSkip };
+      break;
+    case 'notDue':
+      if (isInteger(a)) return { kind, dueMs: a };
+      break;
+    case 'held':
+      if (typeof a === 'string' && isInteger(b)) return { kind, holder: holderOf(a), value: a, pttlMs: b };
+      break;
+    case 'claimed':
+      if (isInteger(a) && typeof b === 'string' && isInteger(c) && isInteger(d)) return { kind, lease: b, token: a, previousTick: c < 0 ? null : c, serverNowMs: d };
+      break;
+  }
+  return undefined;
+}
+
+/**
+ * Run `claim.lua` once for several jobs: each job's lease is claimed for its tick, in order,
+ * as if claimed alone. Resolves to one result per job (a claimed lease is the value the
+ * script wrote), or that job's error (invalid arguments, a malformed reply); rejects only
+ * when the call as a whole failed. All keys must be on one Redis (not split over a
+ * Cluster's slots).
+ */
+export async function claimScript(redis: RedisClient, jobs: readonly ClaimScriptArgs[]): Promise<Array<ClaimResult<string> | Error>> {
+  return sendValid(jobs, (j) => {
+    requireInteger('tick', j.tick, 0);
+    requireInteger('leaseMs', j.leaseMs, 1);
+    requireInteger('nowGuardMs', j.nowGuardMs, 0);
+  }, async (valid) => {
+    const args: string[] = [];
+    for (const j of valid) args.push(j.leaseKey, j.stateKey, j.statsKey);
+    for (const j of valid) args.push(encodeClaimArgs(j));
+    const reply = await commands(redis).leaseholdClaim(3 * valid.length, ...args);
+    return perJob('claim', reply, valid.length, (answer, i) => claimResult(answer, valid[i] as ClaimScriptArgs));
+  });
+}
+
+/** Run `extend.lua`: true when the lease was still `value` and now lives `leaseMs` more. */
+export async function extendScript(redis: RedisClient, args: { leaseKey: string; value: string; leaseMs: number }): Promise<boolean> {
+  requireInteger('leaseMs', args.leaseMs, 1);
+  const reply = await commands(redis).leaseholdExtend(args.leaseKey, args.value, String(args.leaseMs));
+  if (reply !== 0 && reply !== 1) throw unexpected('extend', reply);
+  return reply === 1;
+}
+
+/** One job of {@link releaseScript}; see `scripts/release.lua`. */
+export interface ReleaseScriptArgs {
+  leaseKey: string;
+  stateKey: string;
+  /** The lease value the claim wrote. */
+  value: string;
+  /** fixedDelay: the next start is server now plus this; -1 for other schedules. */
+  delayMs: number;
+}
+
+/**
+ * Run `release.lua` once for several jobs. Each resolves to true when the lease was still
+ * `value` and is deleted (with `delayMs >= 0` the job's next fixedDelay start becomes server
+ * now plus `delayMs`), false when it is gone or someone else's, or that job's error. Rejects
+ * only when the call as a whole failed. All keys must be on one Redis.
+ */
+export async function releaseScript(redis: RedisClient, jobs: readonly ReleaseScriptArgs[]): Promise<Array<boolean | Error>> {
+  return sendValid(jobs, (j) => requireInteger('delayMs', j.delayMs, -1), async (valid) => {
+    const keys: string[] = [];
+    const argv: string[] = [];
+    for (const j of valid) {
+      keys.push(j.leaseKey, j.stateKey);
+      argv.push(j.value, String(j.delayMs));
+    }
+    const reply = await commands(redis).leaseholdRelease(keys.length, ...keys, ...argv);
+    return perJob('release', reply, valid.length, flag);
+  });
+}
+
+/** A stats batch as `record.lua` reads it; see the script's header for each member. */
+export interface RecordBatch {
+  init?: boolean;
+  /** ISO-8601; set once, when the job's stats hash is created. */
+  createdAt?: string;
+  define?: Record<string, string>;
+  incr?: Record<string, number>;
+  last?: Record<string, string>;
+  /** ISO-8601 end of the batch's newest successful run. */
+  successAt?: string;
+  fails?: number;
+  set?: Record<string, string>;
+  inst?: { id: string; incr?: Record<string, number>; last?: Record<string, string>; set?: Record<string, string> };
+  /** Recent-run JSON strings, oldest first. */
+  runs?: string[];
+}
+
+/** One job of {@link recordScript}. */
+export interface RecordScriptArgs {
+  statsKey: string;
+  instancesKey: string;
+  runsKey: string;
+  batchesKey: string;
+  /** The writer's id; sequence numbers are per writer. */
+  writer: string;
+  /** The batch's sequence number, >= 1, increasing per writer and job. */
+  seq: number;
+  batch: RecordBatch;
+}
+
+/** Settings of one {@link recordScript} call, the same for every job in it. */
+export interface RecordOptions {
+  /** Length of the recent-runs list. */
+  runsCap: number;
+  /** The batches hash expires this long (ms) after the job's last batch. */
+  keepMs: number;
+}
+
+/**
+ * Run `record.lua` for several batches (of different jobs): on a single Redis in as few calls
+ * as possible (up to {@link JOBS_PER_CALL} jobs each), on a Cluster one call per job (its keys
+ * share a slot), pipelined. Each batch is applied atomically, on its own.
+ * @returns per batch, in order: true when applied now, false when the writer had applied this
+ *   sequence number before; or the error of that batch (a bad `seq` is `invalidConfig`, and
+ *   is not sent), or of the call that carried it.
+ * @throws LeaseholdError `invalidConfig` for bad options (nothing is sent).
+ */
+export async function recordScript(redis: RedisClient, batches: readonly RecordScriptArgs[], options: RecordOptions): Promise<Array<boolean | Error>> {
+  requireInteger('runsCap', options.runsCap, 1);
+  requireInteger('keepMs', options.keepMs, 1);
+  return sendValid(batches, (b) => requireInteger('seq', b.seq, 1), async (valid) => {
+    commands(redis);
+    const size = isCluster(redis) ? 1 : JOBS_PER_CALL;
+    const groups: RecordScriptArgs[][] = [];
+    for (let i = 0; i < valid.length; i += size) groups.push(valid.slice(i, i + size));
+    const replies = await pipelined(
+      redis,
+      groups.map((group) => ({
+        key: group[0]?.statsKey,
+        queue: (p) => {
+          const keys = group.flatMap((a) => [a.statsKey, a.instancesKey, a.runsKey, a.batchesKey]);
+          const argv = group.flatMap((a) => [a.writer, String(a.seq), JSON.stringify(a.batch)]);
+          (p as unknown as ScriptPipeline).leaseholdRecord(keys.length, ...keys, String(options.runsCap), String(options.keepMs), ...argv);
+        },
+      })),
+    );
+    return groups.flatMap((group, g): Array<boolean | Error> => {
+      const [err, reply] = replies[g] ?? [new Error('no reply'), undefined];
+      if (err) return group.map(() => err);
+      try {
+        return perJob('record', reply, group.length, flag);
+      } catch (malformed) {
+        return group.map(() => malformed as LeaseholdError);
+      }
+    });
+  });
+}
+
+/**
+ * Run `prune.lua`: removes the rows of the given (gone) instances from a job's per-instance
+ * hash when they were last seen before `cutoff`.
+ * @returns the number of fields removed.
+ */
+export async function pruneScript(redis: RedisClient, args: { instancesKey: string; cutoff: string; instanceIds: string[] }): Promise<number> {
+  if (args.instanceIds.length === 0) return 0;
+  const reply = await commands(redis).leaseholdPrune(args.instancesKey, args.cutoff, ...args.instanceIds);
+  if (!isInteger(reply)) throw unexpected('prune', reply);
+  return reply;
+}
