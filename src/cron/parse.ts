@@ -75,9 +75,13 @@ export function parseCron(expr: string, opts: ParseCronOptions = {}): CronSchedu
   }
   const expression = expr.trim();
   if (expression === '') throw new LeaseholdError(ErrorCodes.invalidCron, 'Invalid cron expression: it is empty');
-  const zone = resolveZone(opts?.zone ?? 'UTC');
-  // A schedule is immutable, so one instance serves every caller (kept in the cron cache).
-  return remember(`cron ${zone.id}\n${expression}`, () => build(expression, zone));
+  // A schedule is immutable, so one instance serves every caller (kept in the cron cache), found
+  // by the zone as given and made once per zone as resolved (`europe/berlin` is `Europe/Berlin`).
+  const zoneText = typeof opts?.zone === 'string' ? opts.zone : resolveZone(opts?.zone ?? 'UTC').id;
+  return remember(`cron ${zoneText}\n${expression}`, () => {
+    const zone = resolveZone(zoneText);
+    return remember(`cron ${zone.id}\n${expression}`, () => build(expression, zone));
+  });
 }
 
 function build(expression: string, zone: ResolvedZone): CronSchedule {
