@@ -82,10 +82,36 @@ describe('lua scripts', () => {
   it('answers every per-job error in one form, {\'error\', message}', async () => {
     const release = readFileSync(new URL('../src/redis/scripts/release.lua', import.meta.url), 'utf8');
     const k = fresh();
-    assert.deepEqual(await redis.eval(release, 2, k.leaseKey, k.stateKey, 'v', 'soon'), [['error', 'leasehold release: delayMs must be an integer']]);
+    assert.deepEqual(await redis.eval(release, 2, k.leaseKey, k.stateKey, 'v', 'soon', ''), [['error', 'leasehold release: delayMs must be an integer']]);
     const record = readFileSync(new URL('../src/redis/scripts/record.lua', import.meta.url), 'utf8');
     const r = await redis.eval(record, 4, 's-test:{r}:stats', 's-test:{r}:instances', 's-test:{r}:runs', 's-test:{r}:batches', '5', '60000', 'w', '0', '{}');
     assert.deepEqual(r, [['error', 'leasehold record: seq must be a positive integer']]);
+  });
+
+  it('hands a claimed tick back on release: the tick claimed before is the last one again, and the tick can be claimed anew', async () => {
+    const k = fresh();
+    const base = { ...k, leaseMs: 10_000, mode: 'grid' as const, nowGuardMs: 1e15 };
+    const first = await answer(claimScript(redis, [{ ...base, tick: 1_000, holder: 'a' }]));
+    assert.equal(first.kind, 'claimed');
+    assert.equal(await answer(releaseScript(redis, [{ ...k, value: first.kind === 'claimed' ? first.lease : '', delayMs: -1 }])), true);
+    const second = await answer(claimScript(redis, [{ ...base, tick: 2_000, holder: 'a' }]));
+    assert.equal(second.kind, 'claimed');
+    if (second.kind !== 'claimed') return;
+    assert.equal(second.previousTick, 1_000);
+    // The node stops before the run of tick 2000 begins: it hands the tick back.
+    assert.equal(await answer(releaseScript(redis, [{ ...k, value: second.lease, delayMs: -1, handBackTo: 1_000 }])), true);
+    assert.equal(await redis.hget(k.stateKey, 'tick'), '1000');
+    const again = await answer(claimScript(redis, [{ ...base, tick: 2_000, holder: 'b' }]));
+    assert.equal(again.kind, 'claimed', 'another node claims the handed-back tick');
+    if (again.kind === 'claimed') assert.equal(again.previousTick, 1_000);
+    // With no tick claimed before, the field goes.
+    const k2 = fresh();
+    const only = await answer(claimScript(redis, [{ ...k2, leaseMs: 10_000, mode: 'grid', nowGuardMs: 1e15, tick: 5_000, holder: 'a' }]));
+    assert.equal(await answer(releaseScript(redis, [{ ...k2, value: only.kind === 'claimed' ? only.lease : '', delayMs: -1, handBackTo: null }])), true);
+    assert.equal(await redis.hget(k2.stateKey, 'tick'), null);
+    // A release of a lease that is not ours hands nothing back.
+    assert.equal(await answer(releaseScript(redis, [{ ...k, value: 'someone else', delayMs: -1, handBackTo: null }])), false);
+    assert.equal(await redis.hget(k.stateKey, 'tick'), '2000');
   });
 
   it('refuses a bad mode inside the script too', async () => {

@@ -49,9 +49,11 @@ export interface Lease {
   /**
    * Delete the lease if it is still ours; resolves false (and changes
    * nothing) when it is not. For fixedDelay jobs pass `delayMs`: the job's
-   * next start becomes Redis now plus the delay. Throws `redisError`.
+   * next start becomes Redis now plus the delay. With `handBack`, the claimed tick is handed
+   * back (its run never began): the tick claimed before it is the last claimed tick again, so
+   * another node may still claim it. Throws `redisError`.
    */
-  release(delayMs?: number): Promise<boolean>;
+  release(delayMs?: number, handBack?: boolean): Promise<boolean>;
 }
 
 /** A claim as the lease store takes it: a {@link ClaimRequest} with the claimant and the guard. */
@@ -130,7 +132,7 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
         throw redisError(`claiming the lease of job ${jobId} for tick ${tick}`, err);
       }
       if (reply.kind !== 'claimed') return reply;
-      return { ...reply, lease: new RedisLease(io, jobId, tick, reply.token, reply.lease, claimedAt, leaseKey, stateKey) };
+      return { ...reply, lease: new RedisLease(io, jobId, tick, reply.token, reply.lease, claimedAt, leaseKey, stateKey, reply.previousTick) };
     },
   };
 }
@@ -158,6 +160,7 @@ class RedisLease implements Lease {
     readonly claimedAt: number,
     leaseKey: string,
     stateKey: string,
+    private readonly previousTick: number | null,
   ) {
     this.#io = io;
     this.#leaseKey = leaseKey;
@@ -196,9 +199,15 @@ class RedisLease implements Lease {
     }
   }
 
-  async release(delayMs = -1): Promise<boolean> {
+  async release(delayMs = -1, handBack = false): Promise<boolean> {
     try {
-      return await this.#io.releases.send({ leaseKey: this.#leaseKey, stateKey: this.#stateKey, value: this.value, delayMs });
+      return await this.#io.releases.send({
+        leaseKey: this.#leaseKey,
+        stateKey: this.#stateKey,
+        value: this.value,
+        delayMs,
+        ...(handBack ? { handBackTo: this.previousTick } : {}),
+      });
     } catch (err) {
       throw redisError(`releasing the lease of ${this.what()}`, err);
     }

@@ -22,8 +22,9 @@ export function localCoordinator(clock: Timers): Coordinator {
       const lease: HeldLease = {
         token: s.fence,
         watch: () => ({ stop() {}, check() {} }),
-        release: async (delayMs) => {
+        release: async (delayMs, handBack) => {
           s.held = false;
+          if (handBack && mode !== 'manual') s.tick = previousTick ?? -Infinity;
           if (delayMs !== undefined) s.due = clock.now() + delayMs;
           return true;
         },

@@ -47,8 +47,11 @@ export interface HeldLease {
    * extension fails, finds the lease gone or someone else's, or gets no answer in time.
    */
   watch(leaseMs: number, onLost: (loss: LeaseLoss) => void): LeaseWatchHandle;
-  /** Releases the lease if it is still ours; for fixedDelay, records the next due time. */
-  release(delayMs: number | undefined): Promise<boolean>;
+  /**
+   * Releases the lease if it is still ours; for fixedDelay, records the next due time. With
+   * `handBack` (its run never began) the tick is handed back: another node may still claim it.
+   */
+  release(delayMs: number | undefined, handBack?: boolean): Promise<boolean>;
 }
 
 /** What a claim found, a claimed lease being one this node holds. */

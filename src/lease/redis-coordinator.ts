@@ -99,7 +99,7 @@ class Held implements HeldLease {
     return watchLease(this.#lease, { leaseMs, onLost, clock: this.#clock });
   }
 
-  release(delayMs: number | undefined): Promise<boolean> {
-    return this.#lease.release(delayMs ?? -1);
+  release(delayMs: number | undefined, handBack = false): Promise<boolean> {
+    return this.#lease.release(delayMs ?? -1, handBack);
   }
 }

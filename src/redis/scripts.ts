@@ -194,6 +194,11 @@ export interface ReleaseScriptArgs {
   value: string;
   /** fixedDelay: the next start is server now plus this; -1 for other schedules. */
   delayMs: number;
+  /**
+   * Hand the claimed tick back (its run never began): the tick claimed before it (null: none)
+   * becomes the last claimed tick again. Absent: the claimed tick stays claimed.
+   */
+  handBackTo?: number | null;
 }
 
 /**
@@ -208,7 +213,7 @@ export async function releaseScript(redis: RedisClient, jobs: readonly ReleaseSc
     const argv: string[] = [];
     for (const j of valid) {
       keys.push(j.leaseKey, j.stateKey);
-      argv.push(j.value, String(j.delayMs));
+      argv.push(j.value, String(j.delayMs), j.handBackTo === undefined ? '' : String(j.handBackTo ?? -1));
     }
     const reply = await commands(redis).leaseholdRelease(keys.length, ...keys, ...argv);
     return perJob('release', reply, valid.length, flag);

@@ -71,11 +71,9 @@ export class Claims {
     if (result.kind === 'claimed') await this.untilTick(tick);
     slot.claiming = undefined;
     if (!host.isRunning || slot.removed) {
-      if (result.kind === 'claimed') {
-        // Stopping (or the job was removed): no run begins, and the tick this claim took will not run anywhere now.
-        if (mode !== 'manual') host.emitter.emit('missed', { jobId: slot.job.id, count: 1, afterTick: result.previousTick ?? tick, beforeTick: tick });
-        await result.lease.release(undefined).catch(() => false);
-      }
+      // Stopping (or the job was removed): no run begins here, and the tick is handed back so
+      // another node may still run it within its grace (the next claim counts it missed if none does).
+      if (result.kind === 'claimed') await result.lease.release(undefined, true).catch(() => false);
       return;
     }
     const now = host.now();
