@@ -26,6 +26,8 @@ import { createLogger } from './log/logger.js';
 import { attachLogListener } from './log/listener.js';
 import { leaseholdRoutes, type MetricsSource } from './http/plugin.js';
 import { localRoutes } from './http/local.js';
+import { checkToken } from './http/auth.js';
+import { StatusEvents } from './http/events.js';
 
 /** Options of {@link createRunner}. */
 export interface RunnerOptions {
@@ -66,6 +68,14 @@ export interface RunnerOptions {
   readonly clock?: Clock;
   /** Bearer token of the admin routes (run, pause, resume). Without one they are refused. */
   readonly adminToken?: string;
+  /**
+   * Token of the reads: `GET /manage/*` (the status, the status page and its events) then need
+   * `Authorization: Bearer <readToken>` or the cookie of the page's sign-in. `/health/*` stays
+   * open. Without one reads are open.
+   */
+  readonly readToken?: string;
+  /** Bearer token of `GET /metrics` (Prometheus's `authorization` setting). Without one it is open. */
+  readonly metricsToken?: string;
   /** Unsuccessful runs in a row from which a job shows as degraded. Default 3. */
   readonly failingStreak?: number;
   /** How many recent runs each job keeps in Redis (`GET /manage/jobs/:id`), 1 to 1,000. Default 50. */
@@ -136,9 +146,11 @@ export function resolveRunnerOptions(opts: RunnerOptions): { instanceId: string;
   return { instanceId, prefix, shutdownGraceMs, logger, target };
 }
 
-/** Options of {@link attachStatus}: the status layer's, and the admin token of the routes. */
+/** Options of {@link attachStatus}: the status layer's, and the tokens of the routes. */
 export interface AttachStatusOptions extends Omit<StatusLayerOptions, 'onNewJob'> {
   readonly adminToken?: string;
+  readonly readToken?: string;
+  readonly metricsToken?: string;
 }
 
 /** A runner's Redis-backed adapters, wired to it: see {@link attachStatus}. */
@@ -154,7 +166,7 @@ export interface AttachedStatus extends StatusLayer {
  * HTTP routes. `start()` before `core.start()`; `stop()` after `core.stop()`.
  */
 export function attachStatus(opts: AttachStatusOptions, runnerMetrics?: RunnerMetrics): AttachedStatus {
-  const { adminToken, ...statusOptions } = opts;
+  const { adminToken, readToken, metricsToken, ...statusOptions } = opts;
   const core = opts.core;
   const metrics = runnerMetrics ?? createRunnerMetrics(core);
   const status = createStatusLayer({
@@ -166,14 +178,24 @@ export function attachStatus(opts: AttachStatusOptions, runnerMetrics?: RunnerMe
   });
   core.setSettings(status.settings);
   const registry = metrics.registry;
+  // The page's event streams end when the runner stops, before Redis is closed under them.
+  const events = new StatusEvents({ api: status.api, clock: core.clock, onReadError: (err) => opts.logger.debug({ err }, 'status events: reading the status failed') });
   const routes: FastifyPluginAsync = async (app) => {
-    await app.register(leaseholdRoutes, { api: status.api, metrics: metricsSource(registry), ...(adminToken ? { adminToken } : {}) });
+    await app.register(leaseholdRoutes, {
+      api: status.api,
+      metrics: metricsSource(registry),
+      events,
+      ...(adminToken ? { adminToken } : {}),
+      ...(readToken ? { readToken } : {}),
+      ...(metricsToken ? { metricsToken } : {}),
+    });
   };
   return {
     ...status,
     routes,
     metrics: registry,
     async stop() {
+      events.close();
       metrics.detach();
       await status.stop();
     },
@@ -186,6 +208,8 @@ export function attachStatus(opts: AttachStatusOptions, runnerMetrics?: RunnerMe
  */
 export function createRunner(opts: RunnerOptions = {}): Runner {
   const { instanceId, shutdownGraceMs, logger, prefix, target } = resolveRunnerOptions(opts);
+  const readToken = checkToken(opts.readToken, 'readToken');
+  const metricsToken = checkToken(opts.metricsToken, 'metricsToken');
   const core = new RunnerCore({ instanceId, logger, shutdownGraceMs, ...(opts.clock ? { clock: opts.clock } : {}) });
   const detachLog = attachLogListener(core, logger);
   const metrics = createRunnerMetrics(core);
@@ -206,6 +230,8 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
       prefix,
       logger,
       ...(opts.adminToken ? { adminToken: opts.adminToken } : {}),
+      ...(readToken ? { readToken } : {}),
+      ...(metricsToken ? { metricsToken } : {}),
       ...(opts.failingStreak !== undefined ? { failingStreak: opts.failingStreak } : {}),
       ...(opts.recentRuns !== undefined ? { recentRuns: opts.recentRuns } : {}),
       },
@@ -244,7 +270,9 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
     jobs: () => core.jobs().map(jobInfo),
     runNow: (id) => core.runNow(id),
     remove: (id) => core.remove(id),
-    routes: status ? status.routes : async (app) => app.register(localRoutes, { metrics: metricsSource(metrics.registry) }),
+    routes: status
+      ? status.routes
+      : async (app) => app.register(localRoutes, { metrics: metricsSource(metrics.registry), ...(readToken ? { readToken } : {}), ...(metricsToken ? { metricsToken } : {}) }),
     metrics: metrics.registry,
     status: async () => {
       if (!status) throw new LeaseholdError(ErrorCodes.invalidState, 'the job status is kept in Redis: configure redisUrl, redisClusterNodes, redisSentinels or redis');
