@@ -78,6 +78,7 @@ export class JobPage {
     }
     const now = this.store.now();
     const alarm = job.state === 'degraded' || job.state === 'invalidSchedule';
+    const refocus = this.focused();
     fill(
       this.el,
       back,
@@ -108,6 +109,20 @@ export class JobPage {
       h('section', { 'aria-labelledby': 'durations-h' }, h('h3', { id: 'durations-h' }, 'Recent durations'), this.runs === null ? h('p', { class: 'muted' }, this.runsError ?? 'Loading…') : durationChart(this.runs, timeText)),
       h('section', { 'aria-labelledby': 'runs-h' }, h('h3', { id: 'runs-h' }, 'Recent runs'), this.runsTable()),
     );
+    if (refocus) this.el.querySelector<HTMLElement>(refocus)?.focus();
+  }
+
+  /** What has the focus in the page, to give it back after drawing it again: its selector. */
+  private focused(): string | undefined {
+    const el = document.activeElement;
+    if (!(el instanceof HTMLElement) || !this.el.contains(el)) return undefined;
+    const action = el.dataset['action'];
+    // Pause becomes resume and back: the focus stays on the button in its place.
+    if (action === 'pause' || action === 'resume') return '[data-action="pause"], [data-action="resume"]';
+    if (action) return `[data-action="${action}"]`;
+    if (el.classList.contains('page-title')) return '.page-title';
+    if (el.matches('a[href="#/"]')) return 'a[href="#/"]';
+    return undefined;
   }
 
   private lease(job: JobStatus, now: number): HTMLElement {

@@ -111,7 +111,7 @@ export class Overview {
         // Keep the focus on a button that is being replaced.
         const focused = old.contains(document.activeElement) ? (document.activeElement as HTMLElement | null)?.dataset['action'] : undefined;
         old.replaceWith(row);
-        if (focused) row.querySelector<HTMLElement>(`[data-action="${focused}"]`)?.focus();
+        if (focused) row.querySelector<HTMLElement>(focused === 'pause' || focused === 'resume' ? '[data-action="pause"], [data-action="resume"]' : `[data-action="${focused}"]`)?.focus();
       } else {
         let i = this.order.findIndex((other) => other > id);
         if (i < 0) i = this.order.length;
