@@ -36,5 +36,5 @@ export function durationChart(runs: readonly RecentRun[], time: (iso: string) =>
       );
     }),
   );
-  return h('figure', { class: 'chart-box' }, h('div', { class: 'chart-max', 'aria-hidden': 'true' }, `max ${duration(max)}`), chart, h('figcaption', { class: 'muted' }, label, ' (oldest on the left).'));
+  return h('figure', { class: 'chart-box' }, h('div', { class: 'chart-max', 'aria-hidden': 'true' }, `max ${duration(max)}`), chart, h('figcaption', { class: 'muted' }, label, ' (newest on the right).'));
 }

@@ -74,7 +74,9 @@ function route(): void {
 
 store.on((e) => {
   if (e.kind === 'snapshot') {
+    const start = performance.now();
     overview.renderAll();
+    performance.measure('leasehold:render', { start, detail: store.jobs.size });
     if (jobPage) {
       jobPage.render();
       jobPage.load();
@@ -82,7 +84,9 @@ store.on((e) => {
     performance.mark('leasehold:rendered');
     document.getElementById('app')?.setAttribute('data-state', 'live');
   } else if (e.kind === 'changes') {
+    const start = performance.now();
     overview.update(e.ids, e.removed, e.instances);
+    performance.measure('leasehold:update', { start, detail: e.ids.length });
     if (jobPage && (e.ids.includes(jobPage.id) || e.removed.includes(jobPage.id))) {
       jobPage.render();
       jobPage.load();
