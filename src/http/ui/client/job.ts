@@ -102,7 +102,7 @@ export class JobPage {
         fact('Last registered by a node', agoEl(job.lastRegisteredAt, now)),
       ),
       job.lastError ? h('div', null, h('h3', null, 'Last error'), h('pre', { class: 'error-text', 'data-field': 'lastError' }, job.lastError)) : null,
-      h('section', { 'aria-labelledby': 'counters-h' }, h('h3', { id: 'counters-h' }, 'Counters'), countersEl(job, false)),
+      h('section', { 'aria-labelledby': 'counters-h' }, h('h3', { id: 'counters-h' }, 'Counters'), countersEl(job)),
       job.scope === 'installation' ? this.lease(job, now) : null,
       job.scope === 'instance' ? this.instances(job, now) : null,
       this.settings(job),

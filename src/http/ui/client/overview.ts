@@ -7,7 +7,7 @@
  */
 import { h, fill } from './dom.js';
 import { duration } from './format.js';
-import { agoEl, countersEl, dueEl, jobHref, outcomeBadge, scheduleEl, stateBadge, stateText, STATES, timeText } from './parts.js';
+import { agoEl, countersLine, dueEl, jobHref, outcomeBadge, scheduleEl, stateBadge, stateText, STATES, timeText } from './parts.js';
 import type { Actions } from './actions.js';
 import type { Store } from './store.js';
 import type { JobStatus, StatusState } from './types.js';
@@ -162,7 +162,7 @@ export class Overview {
         job.lastError ? h('span', { class: 'error', 'data-field': 'lastError', title: job.lastError }, job.lastError) : null,
       ),
       h('td', { 'data-label': 'Next due' }, job.state === 'paused' ? h('span', { class: 'muted' }, 'paused') : dueEl(job.nextDueAt, now)),
-      h('td', { 'data-label': 'Counters' }, countersEl(job, true)),
+      h('td', { 'data-label': 'Counters' }, countersLine(job)),
       h('td', { 'data-label': 'Actions', class: 'actions' }, this.buttons(job)),
     );
   }

@@ -99,14 +99,25 @@ export const COUNTERS: ReadonlyArray<readonly [keyof JobStatus, string]> = [
   ['missed', 'missed'],
 ];
 
-/** A job's counters; `brief` shows runs, succeeded and failed always and the others when not zero. */
-export function countersEl(job: JobStatus, brief: boolean): HTMLElement {
-  const shown = COUNTERS.filter(([k]) => !brief || k === 'runs' || k === 'succeeded' || k === 'failed' || (k !== 'skippedClaimed' && k !== 'skippedPaused' && Number(job[k]) > 0));
+const BAD_COUNTERS: ReadonlySet<string> = new Set(['failed', 'timedOut', 'lockLost', 'missed']);
+
+/** A job's counters, each named. */
+export function countersEl(job: JobStatus): HTMLElement {
   return h(
     'dl',
-    { class: brief ? 'counters brief' : 'counters' },
-    shown.map(([k, label]) => h('div', { class: Number(job[k]) > 0 && (k === 'failed' || k === 'timedOut' || k === 'lockLost' || k === 'missed') ? 'bad' : null }, h('dt', null, label), h('dd', null, String(job[k])))),
+    { class: 'counters' },
+    COUNTERS.map(([k, label]) => h('div', { class: Number(job[k]) > 0 && BAD_COUNTERS.has(k) ? 'bad' : null }, h('dt', null, label), h('dd', null, String(job[k])))),
   );
+}
+
+/**
+ * A job's counters in one line of text (a row of the overview, where a thousand rows must stay
+ * light): runs, succeeded and failed always, the others when not zero.
+ */
+export function countersLine(job: JobStatus): HTMLElement {
+  const shown = COUNTERS.filter(([k]) => k === 'runs' || k === 'succeeded' || k === 'failed' || (k !== 'skippedClaimed' && k !== 'skippedPaused' && Number(job[k]) > 0));
+  const bad = shown.some(([k]) => BAD_COUNTERS.has(k) && Number(job[k]) > 0);
+  return h('span', { class: bad ? 'counters-line bad' : 'counters-line' }, shown.map(([k, label]) => `${label} ${String(job[k])}`).join(' · '));
 }
 
 /** A job page's address. */
