@@ -115,8 +115,9 @@ export interface Runner {
    */
   remove(jobId: string): boolean;
   /**
-   * The HTTP routes (`/manage/jobs`, `/health`, `/metrics`, admin) as a fastify plugin bound
-   * to this runner: `app.register(runner.routes)`. Without Redis `/health` and `/metrics`
+   * The HTTP routes (`/manage/jobs`, `/health`, `/metrics`, admin, and the status page
+   * `/manage/ui` with its event stream) as a fastify plugin bound to this runner:
+   * `app.register(runner.routes)`. Without Redis `/health` and `/metrics`
    * answer, and the status routes say (503) that the status is kept in Redis.
    */
   readonly routes: FastifyPluginAsync;

@@ -89,7 +89,8 @@ export function registerUiRoutes(app: FastifyInstance, opts: UiRoutesOptions): v
     },
   );
 
-  app.get('/manage/events', { schema, onRequest: readOnly }, (req, reply) => {
+  // No HEAD twin: a stream has no headers-only form.
+  app.get('/manage/events', { schema, onRequest: readOnly, exposeHeadRoute: false }, (req, reply) => {
     reply.hijack();
     events.attach(req.raw, reply.raw);
   });
