@@ -26,6 +26,8 @@ import { createLogger } from './log/logger.js';
 import { attachLogListener } from './log/listener.js';
 import { leaseholdRoutes, type MetricsSource } from './http/plugin.js';
 import { localRoutes } from './http/local.js';
+import { checkToken } from './http/auth.js';
+import { StatusEvents } from './http/events.js';
 
 /** Options of {@link createRunner}. */
 export interface RunnerOptions {
@@ -66,6 +68,14 @@ export interface RunnerOptions {
   readonly clock?: Clock;
   /** Bearer token of the admin routes (run, pause, resume). Without one they are refused. */
   readonly adminToken?: string;
+  /**
+   * Token of the reads: `GET /manage/*` (the status, the status page and its events) then need
+   * `Authorization: Bearer <readToken>` or the cookie of the page's sign-in. `/health/*` stays
+   * open. Without one reads are open.
+   */
+  readonly readToken?: string;
+  /** Bearer token of `GET /metrics` (Prometheus's `authorization` setting). Without one it is open. */
+  readonly metricsToken?: string;
   /** Unsuccessful runs in a row from which a job shows as degraded. Default 3. */
   readonly failingStreak?: number;
   /** How many recent runs each job keeps in Redis (`GET /manage/jobs/:id`), 1 to 1,000. Default 50. */
@@ -110,8 +120,9 @@ export interface Runner {
    */
   cancel(jobId: string): boolean;
   /**
-   * The HTTP routes (`/manage/jobs`, `/health`, `/metrics`, admin) as a fastify plugin bound
-   * to this runner: `app.register(runner.routes)`. Without Redis `/health` and `/metrics`
+   * The HTTP routes (`/manage/jobs`, `/health`, `/metrics`, admin, and the status page
+   * `/manage/ui` with its event stream) as a fastify plugin bound to this runner:
+   * `app.register(runner.routes)`. Without Redis `/health` and `/metrics`
    * answer, and the status routes say (503) that the status is kept in Redis.
    */
   readonly routes: FastifyPluginAsync;
@@ -141,9 +152,11 @@ export function resolveRunnerOptions(opts: RunnerOptions): { instanceId: string;
   return { instanceId, prefix, shutdownGraceMs, logger, target };
 }
 
-/** Options of {@link attachStatus}: the status layer's, and the admin token of the routes. */
+/** Options of {@link attachStatus}: the status layer's, and the tokens of the routes. */
 export interface AttachStatusOptions extends Omit<StatusLayerOptions, 'onNewJob'> {
   readonly adminToken?: string;
+  readonly readToken?: string;
+  readonly metricsToken?: string;
 }
 
 /** A runner's Redis-backed adapters, wired to it: see {@link attachStatus}. */
@@ -159,7 +172,7 @@ export interface AttachedStatus extends StatusLayer {
  * HTTP routes. `start()` before `core.start()`; `stop()` after `core.stop()`.
  */
 export function attachStatus(opts: AttachStatusOptions, runnerMetrics?: RunnerMetrics): AttachedStatus {
-  const { adminToken, ...statusOptions } = opts;
+  const { adminToken, readToken, metricsToken, ...statusOptions } = opts;
   const core = opts.core;
   const metrics = runnerMetrics ?? createRunnerMetrics(core);
   const status = createStatusLayer({
@@ -175,14 +188,25 @@ export function attachStatus(opts: AttachStatusOptions, runnerMetrics?: RunnerMe
     return (cluster?.jobs ?? []).map((j) => ({ jobId: j.id, dueBy: j.state === 'paused' || j.state === 'orphaned' || !j.successDueBy ? null : Date.parse(j.successDueBy) }));
   });
   const registry = metrics.registry;
+  // The page's event streams end when the runner stops, before Redis is closed under them.
+  const events = new StatusEvents({ api: status.api, clock: core.clock, onReadError: (err) => opts.logger.debug({ err }, 'status events: reading the status failed') });
   const routes: FastifyPluginAsync = async (app) => {
-    await app.register(leaseholdRoutes, { api: status.api, instanceId: core.instanceId, metrics: metricsSource(registry), ...(adminToken ? { adminToken } : {}) });
+    await app.register(leaseholdRoutes, {
+      api: status.api,
+      instanceId: core.instanceId,
+      metrics: metricsSource(registry),
+      events,
+      ...(adminToken ? { adminToken } : {}),
+      ...(readToken ? { readToken } : {}),
+      ...(metricsToken ? { metricsToken } : {}),
+    });
   };
   return {
     ...status,
     routes,
     metrics: registry,
     async stop() {
+      events.close();
       metrics.detach();
       await status.stop();
     },
@@ -195,6 +219,8 @@ export function attachStatus(opts: AttachStatusOptions, runnerMetrics?: RunnerMe
  */
 export function createRunner(opts: RunnerOptions = {}): Runner {
   const { instanceId, shutdownGraceMs, logger, prefix, target } = resolveRunnerOptions(opts);
+  const readToken = checkToken(opts.readToken, 'readToken');
+  const metricsToken = checkToken(opts.metricsToken, 'metricsToken');
   const core = new RunnerCore({ instanceId, logger, shutdownGraceMs, ...(opts.clock ? { clock: opts.clock } : {}) });
   const detachLog = attachLogListener(core, logger);
   const metrics = createRunnerMetrics(core);
@@ -215,6 +241,8 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
       prefix,
       logger,
       ...(opts.adminToken ? { adminToken: opts.adminToken } : {}),
+      ...(readToken ? { readToken } : {}),
+      ...(metricsToken ? { metricsToken } : {}),
       ...(opts.failingStreak !== undefined ? { failingStreak: opts.failingStreak } : {}),
       ...(opts.recentRuns !== undefined ? { recentRuns: opts.recentRuns } : {}),
       },
@@ -254,7 +282,9 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
     runNow: (id) => core.runNow(id),
     remove: (id) => core.remove(id),
     cancel: (id) => core.cancel(id),
-    routes: status ? status.routes : async (app) => app.register(localRoutes, { instanceId, metrics: metricsSource(metrics.registry) }),
+    routes: status
+      ? status.routes
+      : async (app) => app.register(localRoutes, { instanceId, metrics: metricsSource(metrics.registry), ...(readToken ? { readToken } : {}), ...(metricsToken ? { metricsToken } : {}) }),
     metrics: metrics.registry,
     status: async () => {
       if (!status) throw new LeaseholdError(ErrorCodes.invalidState, 'the job status is kept in Redis: configure redisUrl, redisClusterNodes, redisSentinels or redis');

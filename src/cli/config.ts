@@ -37,6 +37,8 @@ export interface NodeConfig {
   host: string;
   instanceId: string | undefined;
   adminToken: string | undefined;
+  readToken: string | undefined;
+  metricsToken: string | undefined;
   shutdownGrace: string;
   logLevel: string;
   logFormat: string | undefined;
@@ -56,6 +58,8 @@ export const CONFIG: readonly ConfigEntry[] = [
   { key: 'host', flag: '--host', env: 'HOST', default: '0.0.0.0', description: 'Address the HTTP server listens on.' },
   { key: 'instanceId', flag: '--instance-id', env: 'LEASEHOLD_INSTANCE_ID', default: '<host>-<pid>', description: 'This node\'s id in the status and in lease values.' },
   { key: 'adminToken', flag: undefined, env: 'LEASEHOLD_ADMIN_TOKEN', default: '(none: admin routes refused)', description: 'Bearer token of the admin routes (`POST /manage/jobs/:id/run`, `/pause`, `/resume`).' },
+  { key: 'readToken', flag: undefined, env: 'LEASEHOLD_READ_TOKEN', default: '(none: reads open)', description: 'Token of the reads: `GET /manage/*` (the status, the status page `/manage/ui` and its events) then need `Authorization: Bearer <token>` or the page\'s sign-in cookie. `/health/*` stays open.' },
+  { key: 'metricsToken', flag: undefined, env: 'LEASEHOLD_METRICS_TOKEN', default: '(none: `/metrics` open)', description: 'Bearer token of `GET /metrics`, for Prometheus\'s `authorization` setting.' },
   { key: 'recentRuns', flag: '--recent-runs', env: 'LEASEHOLD_RECENT_RUNS', default: '50', description: 'How many recent runs each job keeps in Redis (1 to 1000), shown by `GET /manage/jobs/:id`.' },
   { key: 'shutdownGrace', flag: '--shutdown-grace', env: 'LEASEHOLD_SHUTDOWN_GRACE', default: '10s', description: 'How long shutdown waits for runs in progress before aborting them.' },
   { key: 'privateRedis', flag: '--private-redis', env: undefined, boolean: true, default: 'off', description: 'When no Redis is configured, start a private `redis-server` from the PATH on a free port (no persistence) and stop it when the node exits. `npm start` uses it.' },
@@ -94,9 +98,11 @@ export function readConfig(flags: Record<string, string | boolean | undefined>, 
   if (!/^\d{1,5}$/.test(portRaw) || Number(portRaw) > 65535) bad('port', 'is not a port (0 to 65535)');
   if (out['prefix'] !== undefined) checkPrefix(out['prefix'], settingName('prefix'));
   if (out['instanceId'] !== undefined) checkInstanceId(out['instanceId'], settingName('instanceId'));
-  if (out['adminToken'] !== undefined && !ADMIN_TOKEN_PATTERN.test(out['adminToken'])) {
-    // Never shown: it is a secret.
-    throw new LeaseholdError(ErrorCodes.invalidConfig, 'LEASEHOLD_ADMIN_TOKEN: only printable ASCII without spaces fits in "Authorization: Bearer <token>" (the value is not shown)');
+  for (const key of ['adminToken', 'readToken', 'metricsToken'] as const) {
+    if (out[key] !== undefined && !ADMIN_TOKEN_PATTERN.test(out[key])) {
+      // Never shown: it is a secret.
+      throw new LeaseholdError(ErrorCodes.invalidConfig, `${settingName(key)}: only printable ASCII without spaces fits in "Authorization: Bearer <token>" (the value is not shown)`);
+    }
   }
   if (out['shutdownGrace'] !== undefined) {
     try {
@@ -125,6 +131,8 @@ export function readConfig(flags: Record<string, string | boolean | undefined>, 
     host: out['host'] ?? '0.0.0.0',
     instanceId: out['instanceId'],
     adminToken: out['adminToken'],
+    readToken: out['readToken'],
+    metricsToken: out['metricsToken'],
     shutdownGrace: out['shutdownGrace'] ?? '10s',
     logLevel: out['logLevel'] ?? 'info',
     logFormat: out['logFormat'],

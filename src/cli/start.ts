@@ -51,6 +51,8 @@ export async function runStart(args: string[]): Promise<number> {
     ...(config.redisClusterNodes ? { redisClusterNodes: splitList(config.redisClusterNodes) } : {}),
     ...(config.redisSentinels ? { redisSentinels: splitList(config.redisSentinels), redisSentinelName: config.redisSentinelName } : {}),
     ...(config.adminToken ? { adminToken: config.adminToken } : {}),
+    ...(config.readToken ? { readToken: config.readToken } : {}),
+    ...(config.metricsToken ? { metricsToken: config.metricsToken } : {}),
     ...(config.recentRuns !== undefined ? { recentRuns: config.recentRuns } : {}),
   });
   for (const job of jobs) runner.add(job as JobDefinition);
@@ -67,7 +69,7 @@ export async function runStart(args: string[]): Promise<number> {
   }
   const base = `http://localhost:${http.port}`;
   const redisShown = config.redisUrl ? redactUrl(config.redisUrl) : config.redisClusterNodes ? `cluster ${config.redisClusterNodes}` : config.redisSentinels ? `sentinels ${config.redisSentinels}` : 'none (installation jobs run on this node alone)';
-  logger.info({ url: `${base}/manage/jobs`, metrics: `${base}/metrics`, redis: redisShown }, 'status: %s/manage/jobs · metrics: %s/metrics · Redis: %s', base, base, redisShown);
+  logger.info({ url: `${base}/manage/jobs`, page: `${base}/manage/ui`, metrics: `${base}/metrics`, redis: redisShown }, 'status: %s/manage/jobs · page: %s/manage/ui · metrics: %s/metrics · Redis: %s', base, base, base, redisShown);
 
   return new Promise<number>((resolve) => {
     let stopping = false;

@@ -1,10 +1,12 @@
 /**
  * The routes of a runner without Redis: health and this node's metrics, and a clear answer
- * (503) where the status would need Redis.
+ * (503) where the status (and the status page) would need Redis. The read and metrics tokens
+ * guard them as they guard the full routes.
  * @module
  */
 import type { FastifyPluginAsync } from 'fastify';
-import { nameTheNode, type MetricsSource } from './plugin.js';
+import { metricsChecker, readAccess } from './auth.js';
+import { authorization, guard, nameTheNode, type MetricsSource } from './plugin.js';
 
 /** Options of {@link localRoutes}. */
 export interface LocalRoutesOptions {
@@ -12,6 +14,10 @@ export interface LocalRoutesOptions {
   readonly instanceId: string;
   /** What `GET /metrics` serves. */
   readonly metrics: MetricsSource;
+  /** Token of the reads (`GET /manage/*`); without one they are open. */
+  readonly readToken?: string;
+  /** Bearer token of `GET /metrics`; without one it is open. */
+  readonly metricsToken?: string;
 }
 
 /**
@@ -20,15 +26,22 @@ export interface LocalRoutesOptions {
  */
 export const localRoutes: FastifyPluginAsync<LocalRoutesOptions> = async (app, opts) => {
   nameTheNode(app, opts.instanceId);
+  const access = readAccess(opts.readToken, undefined);
+  const metricsCheck = metricsChecker(opts.metricsToken);
+  const readOnly = guard((req) => access.check(authorization(req), req.headers.cookie));
+  const metricsOnly = guard((req) => metricsCheck(authorization(req)));
   const needRedis = { statusCode: 503, error: 'Service Unavailable', message: 'the job status is kept in Redis: configure REDIS_URL (or start with --private-redis)' };
   app.get('/health', async () => ({ status: 'ok', reasons: [], redis: 'not configured' }));
   app.get('/health/live', async () => ({ status: 'ok', reasons: [] }));
   app.get('/health/ready', async () => ({ status: 'ok', reasons: [], redis: 'not configured' }));
-  app.get('/metrics', async (_req, reply) => {
+  app.get('/metrics', { onRequest: metricsOnly }, async (_req, reply) => {
     const { contentType, text } = await opts.metrics();
     return reply.type(contentType).send(text);
   });
-  app.get('/manage/jobs', async (_req, reply) => reply.code(503).send(needRedis));
-  app.get('/manage/jobs/*', async (_req, reply) => reply.code(503).send(needRedis));
+  app.get('/manage/jobs', { onRequest: readOnly }, async (_req, reply) => reply.code(503).send(needRedis));
+  app.get('/manage/jobs/*', { onRequest: readOnly }, async (_req, reply) => reply.code(503).send(needRedis));
+  app.get('/manage/ui', { onRequest: readOnly }, async (_req, reply) => reply.code(503).send(needRedis));
+  app.get('/manage/ui/*', { onRequest: readOnly }, async (_req, reply) => reply.code(503).send(needRedis));
+  app.get('/manage/events', { onRequest: readOnly }, async (_req, reply) => reply.code(503).send(needRedis));
   app.post('/manage/jobs/*', async (_req, reply) => reply.code(503).send(needRedis));
 };

@@ -1,14 +1,20 @@
 /**
  * The HTTP surface as one fastify plugin: the cluster's status, one job, admin actions
- * (run, pause, resume) behind a bearer token, health and Prometheus metrics. Every route
- * validates its input with a JSON schema; bad input gets a 4xx, never a 5xx, and no error
- * answer carries a stack trace.
+ * (run, pause, resume) behind a bearer token, health and Prometheus metrics, and the status
+ * page with its event stream (`ui/routes.ts`). Reads may need a read token and `/metrics` a
+ * token of its own; `/health/*` stays open for probes. Every route validates its input with a
+ * JSON schema; bad input gets a 4xx, never a 5xx, and no error answer carries a stack trace.
  * @module
  */
 import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { Timers } from '../clock.js';
 import { ErrorCodes, isLeaseholdError } from '../errors.js';
 import type { ManageApi } from '../status/api.js';
-import { bearerChecker } from './auth.js';
+import { bearerChecker, metricsChecker, readAccess, type AuthDecision } from './auth.js';
+import { StatusEvents } from './events.js';
+import { send } from './problem.js';
+import { loadAssets } from './ui/assets.js';
+import { registerUiRoutes } from './ui/routes.js';
 import { JOB_ID_PATTERN } from '../schedule/job.js';
 
 /** Prometheus text of this node's metrics, as `GET /metrics` serves it. */
@@ -26,6 +32,20 @@ export interface LeaseholdRoutesOptions {
   readonly metrics: MetricsSource;
   /** Bearer token of the admin routes; without one they are refused (403). */
   readonly adminToken?: string;
+  /**
+   * Token of the reads (`GET /manage/*`: the status, the page, its events), as a bearer header
+   * or the cookie of the page's sign-in; without one reads are open.
+   */
+  readonly readToken?: string;
+  /** Bearer token of `GET /metrics`; without one it is open. */
+  readonly metricsToken?: string;
+  /**
+   * The event streams of `GET /manage/events`; the owner closes them on shutdown. Without one
+   * the plugin makes its own, closed when fastify closes.
+   */
+  readonly events?: StatusEvents;
+  /** Timers of the event streams the plugin makes. Default the system's. */
+  readonly clock?: Timers;
 }
 
 /** The response header that names the node that answered. */
@@ -56,10 +76,20 @@ const params = {
 /** Admin actions take no arguments: no body, `null` or `{}`. */
 const body = { type: ['object', 'null'], maxProperties: 0 } as const;
 
-function send(reply: FastifyReply, statusCode: number, message: string): FastifyReply {
-  const error = statusCode === 400 ? 'Bad Request' : statusCode === 401 ? 'Unauthorized' : statusCode === 403 ? 'Forbidden'
-    : statusCode === 404 ? 'Not Found' : statusCode === 503 ? 'Service Unavailable' : statusCode < 500 ? 'Client Error' : 'Internal Server Error';
-  return reply.code(statusCode).type('application/json; charset=utf-8').send({ statusCode, error, message });
+/** An onRequest hook from a check of the `Authorization` (and `Cookie`) headers. */
+export function guard(check: (req: FastifyRequest) => AuthDecision) {
+  return async (req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
+    const decision = check(req);
+    if (decision.ok) return undefined;
+    if (decision.status === 401) void reply.header('www-authenticate', 'Bearer');
+    return send(reply, decision.status, decision.message);
+  };
+}
+
+/** The `Authorization` header as a string (fastify types it loosely). */
+export function authorization(req: FastifyRequest): string | undefined {
+  const auth = req.headers.authorization;
+  return typeof auth === 'string' ? auth : undefined;
 }
 
 function onError(app: FastifyInstance) {
@@ -85,9 +115,9 @@ function onError(app: FastifyInstance) {
 /**
  * The routes: `GET /manage/jobs`, `GET /manage/jobs/:id`, `POST /manage/jobs/:id/run`,
  * `.../pause`, `.../resume`, `GET /health` (and `/health/live`, `/health/ready` for
- * probes), `GET /metrics`, each answer with an `X-Leasehold-Node` header naming this node. Register
- * it with `app.register(leaseholdRoutes, { api, instanceId, metrics, adminToken })` (fastify's
- * `prefix` option works).
+ * probes), `GET /metrics`, and the status page: `GET /manage/ui`, `GET /manage/events`,
+ * `GET /manage/access`, `POST /manage/login`, `POST /manage/logout`. Each answer has an `X-Leasehold-Node` header naming this node. Register
+ * it with `app.register(leaseholdRoutes, { api, instanceId, metrics, adminToken })` (fastify's `prefix` option works).
  * Job ids run to 128 characters, longer than fastify's default `maxParamLength` (100, answered
  * 414): create the instance with `routerOptions: { maxParamLength: 256 }` to reach every job.
  */
@@ -95,6 +125,18 @@ export const leaseholdRoutes: FastifyPluginAsync<LeaseholdRoutesOptions> = async
   const { api } = opts;
   const check = bearerChecker(opts.adminToken);
   nameTheNode(app, opts.instanceId);
+  const access = readAccess(opts.readToken, opts.adminToken);
+  const metricsCheck = metricsChecker(opts.metricsToken);
+  const readOnly = guard((req) => access.check(authorization(req), req.headers.cookie));
+  const metricsOnly = guard((req) => metricsCheck(authorization(req)));
+  const events = opts.events ?? new StatusEvents({ api, ...(opts.clock ? { clock: opts.clock } : {}), onReadError: (err) => app.log.debug({ err }, 'status events: reading the status failed') });
+  // Streams end before fastify waits for requests in flight, so closing never hangs on them.
+  app.addHook('preClose', (done) => {
+    events.endStreams();
+    done();
+  });
+  const assets = await loadAssets();
+  if (!assets) app.log.warn('the status page (/manage/ui) is not built: run npm run build');
 
   // An empty JSON body is no body: `curl -X POST -H 'content-type: application/json'` works.
   app.removeContentTypeParser('application/json');
@@ -114,24 +156,18 @@ export const leaseholdRoutes: FastifyPluginAsync<LeaseholdRoutesOptions> = async
   });
   app.setErrorHandler(onError(app));
 
-  app.get('/manage/jobs', { schema: { headers, querystring: query } }, async (_req, reply) =>
+  app.get('/manage/jobs', { schema: { headers, querystring: query }, onRequest: readOnly }, async (_req, reply) =>
     reply.type('application/json; charset=utf-8').send(await api.clusterJson()),
   );
 
-  app.get<{ Params: { id: string } }>('/manage/jobs/:id', { schema: { headers, querystring: query, params } }, async (req, reply) => {
+  app.get<{ Params: { id: string } }>('/manage/jobs/:id', { schema: { headers, querystring: query, params }, onRequest: readOnly }, async (req, reply) => {
     const job = await api.job(req.params.id);
     if (!job) return send(reply, 404, `unknown job ${JSON.stringify(req.params.id)}`);
     return job;
   });
 
   // Before the body and params are looked at: without the right token nothing is revealed.
-  const adminOnly = async (req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
-    const auth = req.headers.authorization;
-    const decision = check(typeof auth === 'string' ? auth : undefined);
-    if (decision.ok) return undefined;
-    if (decision.status === 401) void reply.header('www-authenticate', 'Bearer');
-    return send(reply, decision.status, decision.message);
-  };
+  const adminOnly = guard((req) => check(authorization(req)));
 
   const admin = (action: 'run' | 'pause' | 'resume' | 'cancel'): void => {
     app.post<{ Params: { id: string } }>(
@@ -167,7 +203,18 @@ export const leaseholdRoutes: FastifyPluginAsync<LeaseholdRoutesOptions> = async
     return reply.code(report.status === 'ok' ? 200 : 503).send(report);
   });
 
-  app.get('/metrics', { schema: { headers, querystring: query } }, async (_req, reply) => {
+  registerUiRoutes(app, {
+    assets,
+    access,
+    adminEnabled: opts.adminToken !== undefined && opts.adminToken !== '',
+    metricsProtected: opts.metricsToken !== undefined && opts.metricsToken !== '',
+    events,
+    readOnly,
+    headers,
+    query,
+  });
+
+  app.get('/metrics', { schema: { headers, querystring: query }, onRequest: metricsOnly }, async (_req, reply) => {
     const { contentType, text } = await opts.metrics();
     return reply.type(contentType).send(text);
   });

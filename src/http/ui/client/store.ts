@@ -1,0 +1,149 @@
+/**
+ * The page's view of the cluster, kept live by `GET /manage/events`: the whole status on
+ * every (re)connection, then the jobs that changed. EventSource reconnects by itself after a
+ * dropped stream (a node restart, the load balancer moving it); after an HTTP error (a node
+ * shutting down answers 503) it gives up, so the page opens a new one itself, backing off.
+ * @module
+ */
+import type { Access, Changes, ClusterStatus, InstanceStatus, JobStatus } from './types.js';
+
+/** The routes' folder (`/manage/`, or `/<prefix>/manage/` behind a path prefix), from the script's own URL. */
+const BASE = new URL('../', import.meta.url);
+
+/** A URL of the status routes, relative to their folder: `api('jobs/x')`. */
+export function api(path: string): string {
+  return new URL(path, BASE).href;
+}
+
+/** The state of the live connection. */
+export type Connection = 'connecting' | 'live' | 'reconnecting';
+
+/** What changed, for the views. */
+export type StoreEvent =
+  | { readonly kind: 'snapshot' }
+  | { readonly kind: 'changes'; readonly ids: readonly string[]; readonly removed: readonly string[]; readonly instances: boolean }
+  | { readonly kind: 'connection' }
+  | { readonly kind: 'access' };
+
+/** The page's data. */
+export class Store {
+  readonly jobs = new Map<string, JobStatus>();
+  /** When each held lease ends, on the cluster's clock (epoch ms): its TTL counted from the read that saw it. */
+  readonly leaseEnds = new Map<string, number>();
+  instances: InstanceStatus[] = [];
+  /** The status's time (Redis's) minus this browser's, in ms: countdowns run on the cluster's clock. */
+  skewMs = 0;
+  connection: Connection = 'connecting';
+  /** Why the status cannot be read now (Redis unreachable), or null. */
+  problem: string | null = null;
+  access: Access | null = null;
+  loaded = false;
+  private readonly listeners = new Set<(e: StoreEvent) => void>();
+  private source: EventSource | undefined;
+  private backoffMs = 1_000;
+
+  /** Now on the cluster's clock, epoch ms. */
+  now(): number {
+    return Date.now() + this.skewMs;
+  }
+
+  on(fn: (e: StoreEvent) => void): void {
+    this.listeners.add(fn);
+  }
+
+  private emit(e: StoreEvent): void {
+    for (const fn of this.listeners) fn(e);
+  }
+
+  private clock(generatedAt: string): void {
+    const t = Date.parse(generatedAt);
+    if (Number.isFinite(t)) this.skewMs = t - Date.now();
+  }
+
+  /** Keeps a job read at `readAt` (the cluster's epoch ms). */
+  put(job: JobStatus, readAt: number): void {
+    this.jobs.set(job.id, job);
+    const ttl = job.lease?.ttlMs;
+    if (ttl === null || ttl === undefined) this.leaseEnds.delete(job.id);
+    else this.leaseEnds.set(job.id, readAt + ttl);
+  }
+
+  /** Opens the live connection and reads what the node allows. */
+  start(): void {
+    this.open();
+    void this.readAccess();
+  }
+
+  async readAccess(): Promise<void> {
+    try {
+      const res = await fetch(api('access'), { cache: 'no-store' });
+      if (res.status === 401) {
+        // The read cookie is gone or stale: the page itself shows the sign-in.
+        location.reload();
+        return;
+      }
+      if (res.ok) {
+        this.access = (await res.json()) as Access;
+        this.emit({ kind: 'access' });
+      }
+    } catch {
+      // Offline: the connection's own state says so; the next reconnection asks again.
+    }
+  }
+
+  private setConnection(c: Connection): void {
+    if (this.connection === c) return;
+    this.connection = c;
+    this.emit({ kind: 'connection' });
+  }
+
+  private open(): void {
+    const es = new EventSource(api('events'));
+    this.source = es;
+    es.addEventListener('open', () => {
+      this.backoffMs = 1_000;
+      this.setConnection('live');
+    });
+    es.addEventListener('snapshot', (e) => {
+      const status = JSON.parse((e as MessageEvent<string>).data) as ClusterStatus;
+      this.clock(status.generatedAt);
+      this.jobs.clear();
+      this.leaseEnds.clear();
+      const at = Date.parse(status.generatedAt);
+      for (const j of status.jobs) this.put(j, at);
+      this.instances = status.instances;
+      this.loaded = true;
+      this.setConnection('live');
+      this.emit({ kind: 'snapshot' });
+    });
+    es.addEventListener('changes', (e) => {
+      const c = JSON.parse((e as MessageEvent<string>).data) as Changes;
+      this.clock(c.generatedAt);
+      const at = Date.parse(c.generatedAt);
+      for (const j of c.jobs) this.put(j, at);
+      for (const id of c.removed) {
+        this.jobs.delete(id);
+        this.leaseEnds.delete(id);
+      }
+      if (c.instances) this.instances = c.instances;
+      this.emit({ kind: 'changes', ids: c.jobs.map((j) => j.id), removed: c.removed, instances: c.instances !== undefined });
+    });
+    es.addEventListener('problem', (e) => {
+      const p = JSON.parse((e as MessageEvent<string>).data) as { message: string | null };
+      this.problem = p.message;
+      this.emit({ kind: 'connection' });
+    });
+    es.addEventListener('error', () => {
+      this.setConnection('reconnecting');
+      if (es.readyState !== EventSource.CLOSED) return; // it retries by itself (after `retry:`)
+      es.close();
+      const wait = this.backoffMs;
+      this.backoffMs = Math.min(this.backoffMs * 2, 15_000);
+      window.setTimeout(() => {
+        if (this.source !== es) return;
+        void this.readAccess();
+        this.open();
+      }, wait);
+    });
+  }
+}
