@@ -73,7 +73,7 @@ describe('lua scripts', () => {
     const good = '{"tick":1000,"leaseMs":5000,"mode":"grid","nowGuardMs":0,"countSkip":false,"holder":"host 7"}';
     assert.equal(encodeClaimArgs({ holder: 'host 7', countSkip: false, nowGuardMs: 0, mode: 'grid', leaseMs: 5000, tick: 1000 }), good);
     const reply = (await redis.eval(lua, 6, a.leaseKey, a.stateKey, a.statsKey, b.leaseKey, b.stateKey, b.statsKey, '1000 5000 grid', good)) as unknown[];
-    assert.deepEqual(reply[0], ['error', 'leasehold claim: a job\'s argument must be a JSON object with tick, leaseMs, mode, nowGuardMs, countSkip and holder']);
+    assert.deepEqual(reply[0], ['error', 'leasehold claim: a job\'s argument must be a JSON object with tick, leaseMs, mode, nowGuardMs, countSkip, holder and optionally request']);
     assert.equal((reply[1] as unknown[])[0], 'claimed');
     assert.match(String(await redis.get(b.leaseKey)), /^host 7 since /, 'the holder is any text');
     await assert.rejects(redis.eval(lua, 3, a.leaseKey, a.stateKey, a.statsKey), /expected 3 keys and 1 argument per job/);
@@ -117,7 +117,7 @@ describe('lua scripts', () => {
   it('refuses a bad mode inside the script too', async () => {
     const k = fresh();
     const mode = 'sometimes' as unknown as 'grid';
-    await assert.rejects(answer(claimScript(redis, [{ ...k, tick: 1, leaseMs: 1000, holder: 'h', mode, nowGuardMs: 0 }])), /mode must be grid or delay/);
+    await assert.rejects(answer(claimScript(redis, [{ ...k, tick: 1, leaseMs: 1000, holder: 'h', mode, nowGuardMs: 0 }])), /mode must be grid, delay, manual or pause/);
   });
 
   it('registers the scripts once per connection and survives a script flush', async () => {

@@ -68,7 +68,7 @@ export interface LeaseClaim extends ClaimRequest {
 export interface LeaseStore {
   /**
    * Claim `jobId`'s lease for `tick`. Throws `redisError` when Redis fails, so a broken Redis
-   * never looks like someone else's turn. The script knows the modes `grid` and `delay`.
+   * never looks like someone else's turn.
    */
   claim(request: LeaseClaim): Promise<ClaimResult<Lease>>;
   /** Sends the claims made so far in this turn of the event loop now (they go out at its end anyway). */
@@ -127,6 +127,7 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
         reply = await claims.send({
           leaseKey, stateKey, statsKey, countSkip: request.countSkip ?? false,
           tick, leaseMs, holder, mode, nowGuardMs: request.nowGuardMs ?? NOW_GUARD_MS,
+          ...(request.request === undefined ? {} : { request: request.request }),
         });
       } catch (err) {
         throw redisError(`claiming the lease of job ${jobId} for tick ${tick}`, err);

@@ -12,6 +12,12 @@ export function localCoordinator(clock: Timers): Coordinator {
     async claim({ jobId, tick, mode }) {
       const s = state.get(jobId) ?? { tick: -Infinity, due: undefined, held: false, fence: 0 };
       state.set(jobId, s);
+      if (mode === 'pause') {
+        if (s.tick >= tick) return { kind: 'done', lastTick: s.tick, counted: false };
+        const previousTick = Number.isFinite(s.tick) ? s.tick : null;
+        s.tick = tick;
+        return { kind: 'paused', previousTick };
+      }
       if (mode !== 'manual' && s.tick >= tick) return { kind: 'done', lastTick: s.tick, counted: false };
       if (mode === 'delay' && s.due !== undefined && tick < s.due) return { kind: 'notDue', dueMs: s.due };
       if (s.held) return { kind: 'held', holder: 'this node', value: 'this node', pttlMs: -1 };

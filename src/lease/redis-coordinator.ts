@@ -69,8 +69,7 @@ export function redisCoordinator(opts: RedisCoordinatorOptions): RedisCoordinato
     claimLeadMs: CLAIM_LEAD_MS,
     flush: () => store.flush(),
     async claim(request): Promise<ClaimResult> {
-      // The claim script has no manual mode yet: a manual claim is a grid claim there.
-      const r = await store.claim({ ...request, holder: opts.instanceId, mode: request.mode === 'manual' ? 'grid' : request.mode });
+      const r = await store.claim({ ...request, holder: opts.instanceId });
       return r.kind === 'claimed' ? { ...r, lease: new Held(r.lease, clock) } : r;
     },
     async close() {

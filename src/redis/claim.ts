@@ -6,11 +6,11 @@
  */
 
 /**
- * How an installation tick is identified: on a fixed grid (cron, fixedRate), after a delay
- * (fixedDelay), or a manual run. `claim.lua` knows `grid` and `delay`; a manual claim is sent
- * to it as `grid`.
+ * What a claim is for: a tick on a fixed grid (cron, fixedRate), a tick after a delay
+ * (fixedDelay), an operator's run now (`manual`: a claim of its own that leaves the schedule's
+ * tick alone), or a tick of a paused job (`pause`: marked as handled, one skip cluster-wide).
  */
-export type ClaimMode = 'grid' | 'delay' | 'manual';
+export type ClaimMode = 'grid' | 'delay' | 'manual' | 'pause';
 
 /** A claim of one job's tick. Times are epoch ms on the shared (Redis) clock. */
 export interface ClaimRequest {
@@ -22,6 +22,8 @@ export interface ClaimRequest {
   readonly mode: ClaimMode;
   /** When the tick turns out claimed already, add this node's skip to the job's counters in the same call. Default false. */
   readonly countSkip?: boolean;
+  /** `manual` only: the operator's request; claimed once cluster-wide however many nodes try it. */
+  readonly request?: string;
 }
 
 /** What `claim.lua` reads of one job besides its keys; see the script's header. */
@@ -37,12 +39,14 @@ export interface ClaimArgs {
   readonly countSkip: boolean;
   /** Instance id of the claimant. */
   readonly holder: string;
+  /** `manual` only: the operator's request id. */
+  readonly request?: string;
 }
 
 /** One job's argument of `claim.lua`: a JSON object of the members its header names. */
 export function encodeClaimArgs(args: ClaimArgs): string {
-  const { tick, leaseMs, mode, nowGuardMs, countSkip, holder } = args;
-  return JSON.stringify({ tick, leaseMs, mode, nowGuardMs, countSkip, holder });
+  const { tick, leaseMs, mode, nowGuardMs, countSkip, holder, request } = args;
+  return JSON.stringify(request === undefined ? { tick, leaseMs, mode, nowGuardMs, countSkip, holder } : { tick, leaseMs, mode, nowGuardMs, countSkip, holder, request });
 }
 
 /**
@@ -60,7 +64,9 @@ export type ClaimResult<L> =
   /** fixedDelay: the previous run's end plus the delay, `dueMs`, has not come yet. */
   | { readonly kind: 'notDue'; readonly dueMs: number }
   /** The shared clock has not reached the tick yet, beyond the tolerance. */
-  | { readonly kind: 'early'; readonly serverNowMs: number };
+  | { readonly kind: 'early'; readonly serverNowMs: number }
+  /** `pause`: the tick is marked as handled and counted as one paused skip (`previousTick` null: none before). */
+  | { readonly kind: 'paused'; readonly previousTick: number | null };
 
 /** The holder part of a lease value (`<holder> since ...`), or the whole value when it has another shape. */
 export function holderOf(value: string): string {

@@ -153,6 +153,9 @@ function claimResult(answer: unknown, job: ClaimArgs): ClaimResult<string> | und
     case 'claimed':
       if (isInteger(a) && typeof b === 'string' && isInteger(c) && isInteger(d)) return { kind, lease: b, token: a, previousTick: c < 0 ? null : c, serverNowMs: d };
       break;
+    case 'paused':
+      if (isInteger(a)) return { kind, previousTick: a < 0 ? null : a };
+      break;
   }
   return undefined;
 }

@@ -40,10 +40,14 @@ export class Claims {
 
   constructor(private readonly host: ClaimHost) {}
 
-  /** Claims `tick` for the slot's job and starts the run when the claim is won. */
-  claim(slot: Slot, eff: EffectiveSchedule, tick: number, mode: ClaimMode): void {
+  /**
+   * Claims `tick` for the slot's job and starts the run when the claim is won; for a paused
+   * job, marks the tick as handled (one paused skip cluster-wide). `request` identifies an
+   * operator's run now, which runs once cluster-wide however many nodes try it.
+   */
+  claim(slot: Slot, eff: EffectiveSchedule, tick: number, mode: ClaimMode, request?: string): void {
     slot.claiming = tick;
-    const handled = this.decide(slot, eff, tick, mode).finally(() => {
+    const handled = this.decide(slot, eff, tick, mode, request).finally(() => {
       if (slot.claiming === tick) slot.claiming = undefined;
       this.inFlight.delete(handled);
     });
@@ -55,16 +59,22 @@ export class Claims {
     await Promise.all(this.inFlight);
   }
 
-  private async decide(slot: Slot, eff: EffectiveSchedule, tick: number, mode: ClaimMode): Promise<void> {
+  private async decide(slot: Slot, eff: EffectiveSchedule, tick: number, mode: ClaimMode, request: string | undefined): Promise<void> {
     const host = this.host;
     // The catch-up tick of a fixedRate job at start is no skip when someone ran it.
     const catchUp = mode === 'grid' && tick < slot.anchor - slot.job.initialDelayMs;
     let result: ClaimResult;
     try {
-      result = await host.coordinator.claim({ jobId: slot.job.id, tick, leaseMs: eff.leaseMs, mode, countSkip: !catchUp && mode !== 'manual' });
+      result = await host.coordinator.claim({
+        jobId: slot.job.id, tick, leaseMs: eff.leaseMs, mode,
+        countSkip: !catchUp && (mode === 'grid' || mode === 'delay'),
+        ...(request === undefined ? {} : { request }),
+      });
     } catch (err) {
       slot.claiming = undefined;
-      this.failed(slot, tick, mode === 'manual', err);
+      // A paused tick that cannot be marked is this node's skip all the same.
+      if (mode === 'pause') host.skip(slot, 'paused', tick, host.now());
+      else this.failed(slot, tick, mode === 'manual', err);
       return;
     }
     // A claim sent ahead of its tick: the run starts on the tick, never before it.
@@ -87,7 +97,12 @@ export class Claims {
         host.startRun(slot, eff, tick, mode === 'manual', result.lease);
         return;
       }
+      case 'paused':
+        host.skip(slot, 'paused', tick, now, true);
+        return;
       case 'done':
+        // A paused tick another node marked, or a run now another node took: nothing here.
+        if (mode === 'pause' || mode === 'manual') return;
         if (!catchUp) host.skip(slot, 'claimed', tick, now, result.counted);
         if (mode === 'delay') host.timetable.tick(slot, now + eff.trigger.intervalMs);
         return;

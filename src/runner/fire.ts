@@ -47,7 +47,10 @@ export function fireTick(host: FireHost, slot: Slot, tick: number, now: number):
   if (t.kind !== 'fixedDelay') host.timetable.planNext(slot, Math.max(now, tick));
   else slot.nextAt = null;
   if (slot.paused) {
-    host.skip(slot, 'paused', tick, now);
+    // An installation tick on a grid is marked as handled through the claim: one paused skip
+    // cluster-wide, and never counted missed later. Elsewhere the skip is this node's.
+    if (slot.job.scope === 'installation' && t.kind !== 'fixedDelay' && !slot.busy) host.begin(slot, eff, tick, 'pause');
+    else host.skip(slot, 'paused', tick, now);
     if (t.kind === 'fixedDelay') host.timetable.tick(slot, now + t.intervalMs);
     return;
   }

@@ -184,10 +184,10 @@ export class RunnerCore implements TimetableHost, ClaimHost {
    * installation job the claim still applies: it runs on one node, never beside a run.
    * @returns false when the job is unknown, running, or the runner is not running.
    */
-  runNow(jobId: string): boolean {
+  runNow(jobId: string, request?: string): boolean {
     const slot = this.slots.get(jobId);
     if (!slot || this.status !== 'running' || slot.busy || !slot.effective) return false;
-    this.begin(slot, slot.effective, this.now(), 'manual');
+    this.begin(slot, slot.effective, this.now(), 'manual', request);
     return true;
   }
 
@@ -269,9 +269,9 @@ export class RunnerCore implements TimetableHost, ClaimHost {
   }
 
   /** Starts a run for `tick`: at once for an instance job, after its claim for an installation job. */
-  begin(slot: Slot, eff: EffectiveSchedule, tick: number, mode: ClaimMode): void {
+  begin(slot: Slot, eff: EffectiveSchedule, tick: number, mode: ClaimMode, request?: string): void {
     if (slot.job.scope === 'instance') this.startRun(slot, eff, tick, mode === 'manual', undefined);
-    else this.claims.claim(slot, eff, tick, mode);
+    else this.claims.claim(slot, eff, tick, mode, request);
   }
 
   startRun(slot: Slot, eff: EffectiveSchedule, tick: number, manual: boolean, lease: HeldLease | undefined): void {

@@ -12,6 +12,7 @@ import type { RunnerCore } from '../runner/runner.js';
 import type { Keys } from '../redis/keys.js';
 import type { ActionResult, HealthReason, HealthReport, ManageApi } from './api.js';
 import { publishControl } from './control.js';
+import { randomUUID } from 'node:crypto';
 import { forgetJob } from './forget.js';
 import { readCluster, readJob } from './read.js';
 import type { RedisSettings } from './settings.js';
@@ -113,8 +114,13 @@ export function createManageApi(d: ManageApiDeps): ManageApi {
       const { registered, scope } = local ? { registered: true, scope: local.job.scope } : await known(id);
       if (!registered) return problem(404, `unknown job ${JSON.stringify(id)}`);
       if (scope === 'installation') {
-        if (!local) return problem(409, `installation job ${JSON.stringify(id)} is not run by this node (${core.instanceId}); ask a node that runs it`);
-        if (core.runNow(id)) {
+        const requestId = randomUUID();
+        if (!local) {
+          // Every node that has the job tries; its manual claim runs it once cluster-wide.
+          const notified = await redisCall(publishControl(redis, keys.control, { type: 'run', jobId: id, requestId }));
+          return result(202, { jobId: id, action: 'run', scope, notified, message: 'a node that runs this job runs it now, once cluster-wide (unless a run of it holds the lease)' });
+        }
+        if (core.runNow(id, requestId)) {
           return result(202, { jobId: id, action: 'run', scope, instanceId: core.instanceId, message: 'started on this node unless another node holds the lease' });
         }
         const why = local.running ? 'it is running' : local.state === 'invalidSchedule' ? 'its schedule is invalid' : 'the runner is not running';

@@ -1,7 +1,10 @@
 /**
  * Control messages between nodes on the pub/sub channel `<prefix>:control`: JSON objects
  * `{"type":"settings"}` (the settings hash changed: read it now),
- * `{"type":"run","jobId":"<id>"}` (run an instance job now on every node that has it),
+ * `{"type":"run","jobId":"<id>"}` (run a job now: an instance job on every node that has it,
+ * an installation job once cluster-wide — every node that has it tries, and its manual claim
+ * decides; with a `requestId`, exactly once per request, without one, requests within a second
+ * of each other are one),
  * `{"type":"cancel","jobId":"<id>"}` (abort the job's run in progress, wherever it runs, with
  * reason `cancelled`; with a `requestId`, each node that cancelled one answers
  * `{"type":"cancelled","jobId":"<id>","requestId":"...","instanceId":"..."}`).
@@ -16,7 +19,7 @@ import { SETTINGS_POLL_MS } from './settings.js';
 /** A control message. */
 export type ControlMessage =
   | { readonly type: 'settings'; readonly jobId?: string }
-  | { readonly type: 'run'; readonly jobId: string }
+  | { readonly type: 'run'; readonly jobId: string; readonly requestId?: string }
   | { readonly type: 'cancel'; readonly jobId: string; readonly requestId?: string }
   | { readonly type: 'cancelled'; readonly jobId: string; readonly requestId: string; readonly instanceId: string };
 
@@ -33,7 +36,7 @@ export function parseControl(text: string): ControlMessage | undefined {
   const { type, jobId, requestId, instanceId } = value as { type?: unknown; jobId?: unknown; requestId?: unknown; instanceId?: unknown };
   if (type === 'settings') return typeof jobId === 'string' ? { type, jobId } : { type };
   if (typeof jobId !== 'string' || jobId === '') return undefined;
-  if (type === 'run') return { type, jobId };
+  if (type === 'run') return typeof requestId === 'string' ? { type, jobId, requestId } : { type, jobId };
   if (type === 'cancel') return typeof requestId === 'string' ? { type, jobId, requestId } : { type, jobId };
   if (type === 'cancelled' && typeof requestId === 'string' && typeof instanceId === 'string') return { type, jobId, requestId, instanceId };
   return undefined;

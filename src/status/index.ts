@@ -174,9 +174,9 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
           if (m.type === 'settings') void settings.load();
           else if (m.type === 'cancel') onCancel(m.jobId, m.requestId);
           else if (m.type === 'cancelled') cancels.answer(m.requestId, m.instanceId);
-          else if (core.job(m.jobId)?.job.scope === 'instance') {
+          else if (core.job(m.jobId)) {
             logger.info({ jobId: m.jobId }, 'run of %s requested through the control channel', m.jobId);
-            core.runNow(m.jobId);
+            core.runNow(m.jobId, m.requestId);
           }
         },
         watch: { key: keys.settings, onChange: () => void settings.load(), onWatching: (on) => settings.watching(on) },

@@ -9,14 +9,22 @@
     KEYS[3i-2] lease  string  the job's lease; value says holder, since, tick, token
     KEYS[3i-1] state  hash    tick = last claimed tick (epoch ms),
                               fence = fencing counter,
-                              due = next fixedDelay start (epoch ms)
+                              due = next fixedDelay start (epoch ms),
+                              manual, manualAt = the last manual claim's
+                              request id and server time (epoch ms)
     KEYS[3i]   stats  hash    the job's counters: `skipped` and `skippedClaimed`
                               grow by one for a counted 'done'
 
     ARGV[i]  string  the job's arguments, a JSON object with these members:
       tick        integer  epoch ms; the schedule tick every node agrees on
       leaseMs     integer  ms; lease time to live, > 0
-      mode        string   'grid' (cron, fixedRate) or 'delay' (fixedDelay)
+      mode        string   'grid' (cron, fixedRate), 'delay' (fixedDelay),
+                           'manual' (an operator's run now: a claim of its
+                           own that takes the lease and mints a token but
+                           leaves the schedule's tick alone; `tick` is the
+                           moment asked) or 'pause' (the job is paused: the
+                           tick is marked as handled, with no lease and no
+                           run, and counted once as a paused skip)
       nowGuardMs  integer  ms; how far before the tick a claim is accepted, >= 0
       countSkip   boolean  true: a 'done' answer is the claimant's skip with
                            reason claimed, and is counted in the stats hash
@@ -25,6 +33,11 @@
                            no second round trip to Redis and no stats write
                            by the node; false: not counted
       holder      string   instance id of the claimant
+      request     string   manual only, optional: the id of the operator's
+                           request; a second claim with the same id answers
+                           'done', so every node that heard the request may
+                           try and exactly one runs it. Without one, manual
+                           claims within a second of the last are one request
 
   Output: one reply per job, in input order; each is the first decision that
   applies:
@@ -32,13 +45,18 @@
                               nothing changed
     {'early', serverNowMs}    server time is before tick - nowGuardMs
     {'done', lastTick}        this tick, or a later one, was already claimed
-                              (counted as a claimed skip when countSkip)
+                              (counted as a claimed skip when countSkip); for
+                              'manual', the request was claimed already
+                              (lastTick -1 when no tick was ever claimed)
+    {'paused', previousTick}  'pause': the tick is marked as handled and one
+                              paused skip counted (previousTick -1: none)
     {'notDue', dueMs}         mode 'delay' and tick is before state.due
     {'held', value, pttlMs}   someone holds the lease (pttlMs -1: no TTL)
     {'claimed', token, value, previousTick, serverNowMs}
-                              claimed: state.tick = tick, state.fence
-                              incremented to token, lease set with leaseMs;
-                              previousTick is the last claimed tick or -1
+                              claimed: state.tick = tick (not for 'manual'),
+                              state.fence incremented to token, lease set with
+                              leaseMs; previousTick is the last claimed tick
+                              or -1
   A call whose keys are not three per argument is refused as a whole.
 ]]
 if #KEYS ~= 3 * #ARGV then
@@ -81,8 +99,12 @@ local function invalid(job)
   if type(leaseMs) ~= 'number' or leaseMs <= 0 or leaseMs ~= math.floor(leaseMs) then
     return 'leasehold claim: leaseMs must be a positive integer'
   end
-  if job.mode ~= 'grid' and job.mode ~= 'delay' then
-    return 'leasehold claim: mode must be grid or delay'
+  local mode = job.mode
+  if mode ~= 'grid' and mode ~= 'delay' and mode ~= 'manual' and mode ~= 'pause' then
+    return 'leasehold claim: mode must be grid, delay, manual or pause'
+  end
+  if job.request ~= nil and type(job.request) ~= 'string' then
+    return 'leasehold claim: request must be a string'
   end
   if type(nowGuardMs) ~= 'number' or nowGuardMs < 0 then
     return 'leasehold claim: nowGuardMs must be >= 0'
@@ -102,13 +124,29 @@ local function claim(leaseKey, stateKey, statsKey, job)
     return {'error', bad}
   end
   local tick = job.tick
-  if nowMs < tick - job.nowGuardMs then
+  local mode = job.mode
+  if mode ~= 'manual' and nowMs < tick - job.nowGuardMs then
     return {'early', nowMs}
   end
 
-  local state = redis.call('HMGET', stateKey, 'tick', 'due')
+  local state = redis.call('HMGET', stateKey, 'tick', 'due', 'manual', 'manualAt')
   local lastTick = tonumber(state[1])
-  if lastTick and lastTick >= tick then
+
+  if mode == 'manual' then
+    -- A request with an id runs once; requests without one (a PUBLISH by redis-cli, heard by
+    -- every node) within the same second are one request.
+    if (job.request and state[3] == job.request) or (not job.request and tonumber(state[4]) and nowMs - tonumber(state[4]) < 1000) then
+      return {'done', lastTick or -1}
+    end
+  elseif mode == 'pause' then
+    if lastTick and lastTick >= tick then
+      return {'done', lastTick}
+    end
+    redis.call('HSET', stateKey, 'tick', string.format('%d', tick))
+    redis.call('HINCRBY', statsKey, 'skipped', 1)
+    redis.call('HINCRBY', statsKey, 'skippedPaused', 1)
+    return {'paused', lastTick or -1}
+  elseif lastTick and lastTick >= tick then
     if job.countSkip then
       redis.call('HINCRBY', statsKey, 'skipped', 1)
       redis.call('HINCRBY', statsKey, 'skippedClaimed', 1)
@@ -117,7 +155,7 @@ local function claim(leaseKey, stateKey, statsKey, job)
   end
 
   local due = tonumber(state[2])
-  if job.mode == 'delay' and due and tick < due then
+  if mode == 'delay' and due and tick < due then
     return {'notDue', due}
   end
 
@@ -127,7 +165,11 @@ local function claim(leaseKey, stateKey, statsKey, job)
   end
 
   local token = redis.call('HINCRBY', stateKey, 'fence', 1)
-  redis.call('HSET', stateKey, 'tick', string.format('%d', tick))
+  if mode == 'manual' then
+    redis.call('HSET', stateKey, 'manual', job.request or '', 'manualAt', string.format('%d', nowMs))
+  else
+    redis.call('HSET', stateKey, 'tick', string.format('%d', tick))
+  end
   local value = job.holder .. ' since ' .. nowIso .. ' tick ' .. iso(tick) .. ' token ' .. token
   redis.call('SET', leaseKey, value, 'PX', job.leaseMs)
   return {'claimed', token, value, lastTick or -1, nowMs}
@@ -138,7 +180,7 @@ for i = 1, #ARGV do
   local k = 3 * (i - 1)
   local ok, job = pcall(cjson.decode, ARGV[i])
   if not ok or type(job) ~= 'table' then
-    replies[i] = {'error', 'leasehold claim: a job\'s argument must be a JSON object with tick, leaseMs, mode, nowGuardMs, countSkip and holder'}
+    replies[i] = {'error', 'leasehold claim: a job\'s argument must be a JSON object with tick, leaseMs, mode, nowGuardMs, countSkip, holder and optionally request'}
   else
     replies[i] = claim(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], job)
   end
