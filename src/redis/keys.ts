@@ -53,7 +53,7 @@ export interface KeyDescription {
  */
 export const KEY_TABLE: readonly KeyDescription[] = [
   { pattern: '<prefix>:{<jobId>}:lease', type: 'string', purpose: 'the installation lease: `<holder> since <time> tick <time> token <n>`, with a TTL' },
-  { pattern: '<prefix>:{<jobId>}:state', type: 'hash', purpose: 'claim state: `tick` last claimed tick (ms), `fence` fencing counter, `due` next fixedDelay start (ms)' },
+  { pattern: '<prefix>:{<jobId>}:state', type: 'hash', purpose: 'claim state: `tick` last claimed tick (ms), `fence` fencing counter, `due` next fixedDelay start (ms), `manual`/`manualAt` the last run-now request and its time' },
   { pattern: '<prefix>:{<jobId>}:stats', type: 'hash', purpose: 'cluster-wide counters and last outcome of the job' },
   { pattern: '<prefix>:{<jobId>}:instances', type: 'hash', purpose: 'per-instance counters of the job, fields `<instanceId>.<field>`' },
   { pattern: '<prefix>:{<jobId>}:runs', type: 'list', purpose: 'the job\'s most recent runs (50 unless `LEASEHOLD_RECENT_RUNS` says otherwise), newest first: JSON `{outcome, instance, scheduledAt, startedAt, durationMs, error, fencingToken, manual, attempt}`' },
@@ -62,7 +62,7 @@ export const KEY_TABLE: readonly KeyDescription[] = [
   { pattern: '<prefix>:jobs', type: 'set', purpose: 'ids of every registered job (added at start, when a job is added, after a reconnection, and every minute by each node)' },
   { pattern: '<prefix>:instances', type: 'zset', purpose: 'instance ids scored by last seen (ms); members unseen for 60 s are dropped' },
   { pattern: '<prefix>:instance:<id>', type: 'hash', purpose: 'one instance: `id`, `host`, `pid`, `version`, `startedAt`, `lastSeenAt`, `jobs`; TTL 15 s, refreshed every 5 s, so it expires when the node dies' },
-  { pattern: '<prefix>:control', type: 'channel', purpose: 'pub/sub channel: `{"type":"settings"}` after a settings change, `{"type":"run","jobId":...}` to run an instance job on every node, `{"type":"cancel","jobId":...}` to cancel the job\'s run in progress wherever it runs' },
+  { pattern: '<prefix>:control', type: 'channel', purpose: 'pub/sub channel: `{"type":"settings"}` after a settings change, `{"type":"run","jobId":...}` to run a job now (an instance job on every node, an installation job once), `{"type":"cancel","jobId":...}` to cancel the job\'s run in progress wherever it runs' },
 ];
 
 const FORBIDDEN = /[{}\s]/;
