@@ -321,7 +321,7 @@ describe('http routes', () => {
       assert.equal(res.statusCode, 503);
       const body = res.json<{ reasons: Array<{ check: string; message: string }> }>();
       assert.equal(body.reasons[0]?.check, 'redis');
-      assert.match(body.reasons[0]?.message ?? '', /Redis is unreachable/);
+      assert.match(body.reasons[0]?.message ?? '', /Redis at 127\.0\.0\.1:\d+ is unreachable/);
       for (const path of ['/manage/jobs', '/manage/jobs/alone']) {
         const r = await gone.app.inject({ method: 'GET', url: path });
         assert.equal(r.statusCode, 503, path);

@@ -6,7 +6,7 @@
  * @module
  */
 import { systemClock, type TimerHandle, type Timers } from '../clock.js';
-import type { RedisClient } from '../redis/connection.js';
+import { redisProblem, type RedisClient } from '../redis/connection.js';
 import { ErrorCodes, LeaseholdError, isLeaseholdError, errorMessage } from '../errors.js';
 import type { ClaimRequest, ClaimResult } from '../redis/claim.js';
 import { JOBS_PER_CALL, claimScript, extendScript, releaseScript, type ClaimScriptArgs, type ReleaseScriptArgs } from '../redis/scripts.js';
@@ -130,7 +130,11 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
           ...(request.request === undefined ? {} : { request: request.request }),
         });
       } catch (err) {
-        throw redisError(`claiming the lease of job ${jobId} for tick ${tick}`, err);
+        // A bad argument is the caller's error, as it is.
+        if (isLeaseholdError(err) && err.code !== ErrorCodes.redisError) throw err;
+        // Said once, plainly: which Redis, and which tick of which job; the run records it as it is.
+        const what = mode === 'manual' ? `the run now of "${jobId}"` : `tick ${new Date(tick).toISOString()} of "${jobId}"`;
+        throw new LeaseholdError(ErrorCodes.redisError, `${redisProblem(redis, err)}; ${what} not claimed`, { cause: err });
       }
       if (reply.kind !== 'claimed') return reply;
       return { ...reply, lease: new RedisLease(io, jobId, tick, reply.token, reply.lease, claimedAt, leaseKey, stateKey, reply.previousTick) };

@@ -59,7 +59,10 @@ export type ClaimResult = ClaimResultOf<HeldLease>;
 
 /** Decides installation ticks. */
 export interface Coordinator {
-  /** Claims a tick; throws a LeaseholdError (`redisError`) when Redis refused or did not answer. */
+  /**
+   * Claims a tick; throws a LeaseholdError (`redisError`) when Redis refused or did not answer,
+   * whose message says which Redis and which tick of which job (the run records it as it is).
+   */
   claim(request: ClaimRequest): Promise<ClaimResult>;
   /** Offset of the shared clock to this node's clock, in ms (shared ≈ local + offset). */
   offsetMs(): number;

@@ -195,6 +195,25 @@ export function describeTarget(target: RedisTarget): string {
   return `sentinel master "${target.sentinelName}" via ${target.sentinels.map(redactUrl).join(',')}`;
 }
 
+/** Where a client connects, for messages: `host:port`, the Sentinel master's name, or the Cluster. */
+export function redisAddress(redis: RedisClient): string {
+  if (redis instanceof Cluster) return 'the Redis Cluster';
+  const o = redis.options;
+  if (o.sentinels && o.name) return `master "${o.name}"`;
+  return `${o.host ?? '127.0.0.1'}:${o.port ?? 6379}`;
+}
+
+/**
+ * A failure of Redis said once, plainly: `Redis at <where> is unreachable` when the connection
+ * is down (not ready, refused, reset, timed out, not resolved), else `Redis at <where> failed: <why>`.
+ */
+export function redisProblem(redis: RedisClient, err: unknown): string {
+  const why = err instanceof Error ? err.message : String(err);
+  const down = redis.status !== 'ready' || /isn't writeable|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|Connection is closed|command timed out|not ready/i.test(why);
+  const where = redisAddress(redis);
+  return down ? `Redis at ${where} is unreachable` : `Redis at ${where} failed: ${why}`;
+}
+
 /** Reconnection delay after `times` failed attempts: doubling, capped. */
 export function reconnectDelay(times: number): number {
   return Math.min(50 * 2 ** Math.min(Math.max(times, 1), 16), MAX_RECONNECT_DELAY_MS);

@@ -7,7 +7,7 @@
  * fails is a failed run, so a broken Redis never looks like somebody else's turn.
  * @module
  */
-import { errorMessage } from '../errors.js';
+import { ErrorCodes, errorMessage, isLeaseholdError } from '../errors.js';
 import { sleep, type Timers } from '../clock.js';
 import type { ClaimMode, ClaimResult, Coordinator, HeldLease } from '../lease/port.js';
 import type { EffectiveSchedule } from '../schedule/trigger.js';
@@ -168,7 +168,8 @@ export class Claims {
       outcome: 'failed',
       endedAt: now,
       durationMs: 0,
-      error: `claiming the lease failed: ${errorMessage(err)}`,
+      // The lease port's own errors say which Redis and which tick; others get the tick added.
+      error: isLeaseholdError(err, ErrorCodes.redisError) ? err.message : `${errorMessage(err)}; ${manual ? `the run now of "${slot.job.id}"` : `tick ${new Date(tick).toISOString()} of "${slot.job.id}"`} not claimed`,
       cause: err,
     });
     if (slot.effective?.trigger.kind === 'fixedDelay') host.timetable.tick(slot, now + slot.effective.trigger.intervalMs);

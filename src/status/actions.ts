@@ -5,7 +5,7 @@
  * control channel; pause and resume write the settings hash and tell every node at once.
  * @module
  */
-import type { RedisClient } from '../redis/connection.js';
+import { redisProblem, type RedisClient } from '../redis/connection.js';
 import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
 import { withDeadline } from '../clock.js';
 import type { RunnerCore } from '../runner/runner.js';
@@ -85,7 +85,7 @@ export function createManageApi(d: ManageApiDeps): ManageApi {
         await ping();
         return { status: 'ok', reasons: [] };
       } catch (err) {
-        return { status: 'unavailable', reasons: [{ check: 'redis', message: `Redis is unreachable: ${errorMessage(err)}` }] };
+        return { status: 'unavailable', reasons: [{ check: 'redis', message: `${redisProblem(redis, err)} (${errorMessage(err)})` }] };
       }
     },
 
@@ -100,7 +100,7 @@ export function createManageApi(d: ManageApiDeps): ManageApi {
           }
         }
       } catch (err) {
-        reasons.push({ check: 'redis', message: `Redis is unreachable: ${errorMessage(err)}` });
+        reasons.push({ check: 'redis', message: `${redisProblem(redis, err)} (${errorMessage(err)})` });
         // This node's own view still tells which of its jobs have a bad schedule.
         for (const v of core.jobs()) {
           if (v.state === 'invalidSchedule') reasons.push({ check: 'job', jobId: v.job.id, state: v.state, reasons: [`invalid schedule: ${v.invalidCause ?? ''}`] });
