@@ -307,7 +307,6 @@ describe('a cron setting on an installation job after a long outage', () => {
         first = false;
         return { kind: 'claimed', lease, token: lease.token, previousTick, serverNowMs: tick };
       },
-      offsetMs: () => 0,
       close: async () => undefined,
     };
     const core = new RunnerCore({ instanceId: 'outage', logger: memoryLogger('silent').logger, shutdownGraceMs: 100, coordinator });

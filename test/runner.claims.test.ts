@@ -24,7 +24,6 @@ function scripted(answer: (r: ClaimRequest, n: number) => ClaimResult | Error): 
       if (a instanceof Error) throw a;
       return a;
     },
-    offsetMs: () => 0,
     close: async () => {},
   };
   return self;
@@ -132,7 +131,6 @@ test('stop() during a claim in flight waits for it, hands back the tick of a lea
   let answer!: (d: ClaimResult) => void;
   const c: Coordinator = {
     claim: () => new Promise<ClaimResult>((r) => (answer = r)),
-    offsetMs: () => 0,
     close: async () => {},
   };
   const { clock, core, events } = setup(c);
@@ -156,7 +154,6 @@ test('with a claim lead the claim goes out ahead of the tick and the run starts 
       sentAt.push(clock.now() - r.tick);
       return { kind: 'claimed', lease: lease(1, () => {}), token: 1, previousTick: null, serverNowMs: T0 };
     },
-    offsetMs: () => 0,
     close: async () => {},
   };
   const { logger } = memoryLogger();
@@ -180,7 +177,6 @@ test('with a claim lead, a run still going at the early fire is judged on the ti
   const c: Coordinator = {
     claimLeadMs: 10,
     claim: async () => ({ kind: 'claimed', lease: lease(1, () => {}), token: 1, previousTick: null, serverNowMs: T0 }),
-    offsetMs: () => 0,
     close: async () => {},
   };
   const { logger } = memoryLogger();

@@ -37,7 +37,6 @@ export function localCoordinator(clock: Timers): Coordinator {
       };
       return { kind: 'claimed', lease, token: s.fence, previousTick, serverNowMs: clock.now() };
     },
-    offsetMs: () => 0,
     afterClockStep(stepMs) {
       // The ticks were read off the old clock: on the new one they lie `stepMs` later.
       for (const s of state.values()) {

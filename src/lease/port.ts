@@ -64,8 +64,12 @@ export interface Coordinator {
    * whose message says which Redis and which tick of which job (the run records it as it is).
    */
   claim(request: ClaimRequest): Promise<ClaimResult>;
-  /** Offset of the shared clock to this node's clock, in ms (shared ≈ local + offset). */
-  offsetMs(): number;
+  /**
+   * The shared clock (Redis time), epoch ms, read off this node's monotonic clock so that a
+   * step of the node's wall clock does not move it. Absent: the node schedules by its own
+   * wall clock (no shared clock).
+   */
+  now?(): number;
   /**
    * How long before a grid tick the claim may be sent, ms: the claim's round trip then
    * happens ahead of the tick and the run starts on it (never before it). 0 or absent: at the tick.

@@ -37,17 +37,20 @@ export interface RedisCoordinator extends Coordinator {
 export function redisCoordinator(opts: RedisCoordinatorOptions): RedisCoordinator {
   const clock = opts.clock ?? systemClock;
   const store = createLeaseStore(opts.redis, opts.keys, { clock });
-  let offset = 0;
+  // Redis time ≈ monotonic + offset. Until the first measurement, the wall clock's reading.
+  let offset = clock.now() - clock.monotonic();
+  let wallOffset = 0;
   let timer: TimerHandle | undefined;
   let closed = false;
 
   const measure = async (): Promise<void> => {
     try {
       const m = await measureOffset(opts.redis, clock);
-      if (Math.abs(m.offsetMs - offset) > 250) {
+      if (Math.abs(m.offsetMs - wallOffset) > 250) {
         opts.logger.info({ offsetMs: Math.round(m.offsetMs), rttMs: m.rttMs }, 'this node\'s clock is %d ms off Redis time; scheduling on Redis time', Math.round(-m.offsetMs));
       }
-      offset = Math.round(m.offsetMs);
+      wallOffset = m.offsetMs;
+      offset = m.monotonicOffsetMs;
     } catch (err) {
       opts.logger.debug({ err }, 'measuring the offset to Redis time failed; keeping the last one');
     }
@@ -65,7 +68,7 @@ export function redisCoordinator(opts: RedisCoordinatorOptions): RedisCoordinato
       };
       loop();
     },
-    offsetMs: () => offset,
+    now: () => Math.floor(clock.monotonic() + offset),
     claimLeadMs: CLAIM_LEAD_MS,
     flush: () => store.flush(),
     async claim(request): Promise<ClaimResult> {

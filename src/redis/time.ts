@@ -8,13 +8,21 @@ import { ErrorCodes, LeaseholdError } from '../errors.js';
 import type { RedisClient } from './connection.js';
 import { systemClock, type Clock as RunnerClock } from '../clock.js';
 
-/** A source of the present moment in epoch ms (the runner's clock will do). */
-export type Clock = Pick<RunnerClock, 'now'>;
+/** A source of the present moment in epoch ms and, optionally, of monotonic time (the runner's clock will do). */
+export type Clock = Pick<RunnerClock, 'now' | 'monotonic'>;
+
+/** A sample whose wall and monotonic times moved apart by more than this saw a step of the wall clock, ms. */
+const STEPPED_SAMPLE_MS = 50;
 
 /** The result of {@link measureOffset}. */
 export interface ClockOffset {
   /** Redis time ≈ `clock.now() + offsetMs`. */
   offsetMs: number;
+  /**
+   * Redis time ≈ `clock.monotonic() + monotonicOffsetMs` (`clock.now()` when the clock has no
+   * monotonic time): a reading of Redis time that a step of the wall clock does not move.
+   */
+  monotonicOffsetMs: number;
   /** Round trip of the sample the offset comes from, ms; the error is at most half of it. */
   rttMs: number;
 }
@@ -28,16 +36,20 @@ export const OFFSET_SAMPLES = 5;
  * at its midpoint. Throws `redisError` when Redis fails.
  */
 export async function measureOffset(redis: RedisClient, clock: Clock = systemClock): Promise<ClockOffset> {
-  let best = await sample(redis, clock);
-  for (let i = 1; i < OFFSET_SAMPLES; i++) {
+  let best: ClockOffset | undefined;
+  for (let i = 0; i < OFFSET_SAMPLES; i++) {
     const next = await sample(redis, clock);
-    if (next.rttMs < best.rttMs) best = next;
+    if (next && (!best || next.rttMs < best.rttMs)) best = next;
   }
-  return best;
+  // Every sample saw a step (the wall clock stepping again and again): one more, as it is.
+  return best ?? (await sample(redis, clock, true)) ?? { offsetMs: 0, monotonicOffsetMs: 0, rttMs: Infinity };
 }
 
-async function sample(redis: RedisClient, clock: Clock): Promise<ClockOffset> {
+/** One TIME round trip; undefined when the wall clock stepped during it (unless `anyway`). */
+async function sample(redis: RedisClient, clock: Clock, anyway = false): Promise<ClockOffset | undefined> {
+  const mono = (): number => (clock.monotonic ? clock.monotonic() : clock.now());
   const sentAt = clock.now();
+  const sentMono = mono();
   let reply: unknown;
   try {
     reply = await redis.time();
@@ -45,7 +57,10 @@ async function sample(redis: RedisClient, clock: Clock): Promise<ClockOffset> {
     throw new LeaseholdError(ErrorCodes.redisError, `Redis TIME failed: ${(err as Error).message}`, { cause: err });
   }
   const receivedAt = clock.now();
-  return { offsetMs: timeReplyMs(reply) - (sentAt + receivedAt) / 2, rttMs: Math.max(0, receivedAt - sentAt) };
+  const receivedMono = mono();
+  if (!anyway && Math.abs(receivedAt - sentAt - (receivedMono - sentMono)) > STEPPED_SAMPLE_MS) return undefined;
+  const redisMs = timeReplyMs(reply);
+  return { offsetMs: redisMs - (sentAt + receivedAt) / 2, monotonicOffsetMs: redisMs - (sentMono + receivedMono) / 2, rttMs: Math.max(0, receivedMono - sentMono) };
 }
 
 function timeReplyMs(reply: unknown): number {

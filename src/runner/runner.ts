@@ -95,7 +95,7 @@ export class RunnerCore implements TimetableHost, ClaimHost {
 
   /** The current time on the shared clock (Redis time when coordinated). */
   now(): number {
-    return this.clock.now() + this.coordinator.offsetMs();
+    return this.coordinator.now ? this.coordinator.now() : this.clock.now();
   }
 
   /**
@@ -248,7 +248,10 @@ export class RunnerCore implements TimetableHost, ClaimHost {
   beforeWake(): void {
     const step = this.steps.observe(this.clock.now(), this.clock.monotonic());
     if (step === 0) return;
-    this.emitter.emit('clockStep', { stepMs: step, replanned: true });
+    // On a shared clock (Redis time, read off the monotonic clock) nothing moved.
+    const replanned = this.coordinator.now === undefined;
+    this.emitter.emit('clockStep', { stepMs: step, replanned });
+    if (!replanned) return;
     this.coordinator.afterClockStep?.(step);
     const now = this.now();
     for (const slot of this.slots.values()) this.timetable.afterStep(slot, step, now);
