@@ -45,7 +45,7 @@ export class Cluster {
   constructor(private readonly opts: ClusterOptions) {}
 
   /** Spawns a node (does not wait; see {@link ready}). */
-  spawn(id: string): ChaosNode {
+  spawn(id: string, preload?: Record<string, string>): ChaosNode {
     const proc = spawnLeasehold(['start', '--jobs', JOBS_MODULE], {
       REDIS_URL: this.opts.redisUrl,
       LEASEHOLD_PREFIX: this.opts.prefix,
@@ -57,15 +57,15 @@ export class Cluster {
       RUN_LOG: this.opts.runLog,
       CHAOS_JOBS: this.opts.jobs.join(','),
       ...this.opts.env,
-    });
+    }, preload ? { preload } : {});
     const node: ChaosNode = { id, proc, frozen: false };
     this.nodes.push(node);
     return node;
   }
 
   /** Spawns a node and waits until its runner has started and its HTTP port is known. */
-  async start(id: string, ms = 20_000): Promise<ChaosNode> {
-    const node = this.spawn(id);
+  async start(id: string, ms = 20_000, preload?: Record<string, string>): Promise<ChaosNode> {
+    const node = this.spawn(id, preload);
     await ready(node, ms);
     return node;
   }

@@ -16,9 +16,10 @@ import { redisRestart } from './scenarios/redis-restart.js';
 import { redisStall } from './scenarios/redis-stall.js';
 import { rollingRestart } from './scenarios/rolling-restart.js';
 import { stopClaim } from './scenarios/stop-claim.js';
+import { clockStep } from './scenarios/clock-step.js';
 
 /** Every scenario, in the order they run. */
-export const SCENARIOS: readonly Scenario[] = [redisAbsent, redisStall, redisRestart, nodeKill, nodeFreeze, loopBlock, rollingRestart, stopClaim];
+export const SCENARIOS: readonly Scenario[] = [redisAbsent, redisStall, redisRestart, nodeKill, nodeFreeze, loopBlock, rollingRestart, stopClaim, clockStep];
 
 /** Options of {@link runScenarios}. */
 export interface SuiteOptions {
