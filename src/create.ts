@@ -80,6 +80,11 @@ export interface RunnerOptions {
   readonly failingStreak?: number;
   /** How many recent runs each job keeps in Redis (`GET /manage/jobs/:id`), 1 to 1,000. Default 50. */
   readonly recentRuns?: number;
+  /**
+   * How long after an installation tick its backup node claims it, when the first-ranked node
+   * has not (dead, stalled, or not seeing the same live nodes). Default `100ms`.
+   */
+  readonly handoffDelay?: Duration;
 }
 
 /**
@@ -183,6 +188,7 @@ export function attachStatus(opts: AttachStatusOptions, runnerMetrics?: RunnerMe
     },
   });
   core.setSettings(status.settings);
+  core.setClaimOrder(status.claimOrder);
   metrics.successDeadlines(async () => {
     const cluster = await status.api.cluster().catch(() => undefined);
     return (cluster?.jobs ?? []).map((j) => ({ jobId: j.id, dueBy: j.state === 'paused' || j.state === 'orphaned' || !j.successDueBy ? null : Date.parse(j.successDueBy) }));
@@ -245,6 +251,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
       ...(metricsToken ? { metricsToken } : {}),
       ...(opts.failingStreak !== undefined ? { failingStreak: opts.failingStreak } : {}),
       ...(opts.recentRuns !== undefined ? { recentRuns: opts.recentRuns } : {}),
+      ...(opts.handoffDelay !== undefined ? { handoffMs: parseDuration(opts.handoffDelay, 'handoffDelay', true) } : {}),
       },
       metrics,
     );

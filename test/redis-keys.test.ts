@@ -40,7 +40,7 @@ describe('redis keys', () => {
     const built = keys('_prefix_');
     const sample = [
       built.lease('J'), built.state('J'), built.stats('J'), built.instanceStats('J'),
-      built.runs('J'), built.batches('J'), built.settings, built.jobs, built.instances,
+      built.runs('J'), built.batches('J'), built.settings, built.jobs, built.instances, built.nodes,
       built.instance('I'), built.control,
     ].map((key) => key.replace('_prefix_', '<prefix>').replace('{J}', '{<jobId>}').replace(/:I$/, ':<id>'));
     assert.deepEqual([...sample].sort(), KEY_TABLE.map((row) => row.pattern).sort());

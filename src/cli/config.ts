@@ -43,6 +43,7 @@ export interface NodeConfig {
   logLevel: string;
   logFormat: string | undefined;
   recentRuns: number | undefined;
+  handoffDelay: string | undefined;
   privateRedis: boolean;
 }
 
@@ -61,6 +62,7 @@ export const CONFIG: readonly ConfigEntry[] = [
   { key: 'readToken', flag: undefined, env: 'LEASEHOLD_READ_TOKEN', default: '(none: reads open)', description: 'Token of the reads: `GET /manage/*` (the status, the status page `/manage/ui` and its events) then need `Authorization: Bearer <token>` or the page\'s sign-in cookie. `/health/*` stays open.' },
   { key: 'metricsToken', flag: undefined, env: 'LEASEHOLD_METRICS_TOKEN', default: '(none: `/metrics` open)', description: 'Bearer token of `GET /metrics`, for Prometheus\'s `authorization` setting.' },
   { key: 'recentRuns', flag: '--recent-runs', env: 'LEASEHOLD_RECENT_RUNS', default: '50', description: 'How many recent runs each job keeps in Redis (1 to 1000), shown by `GET /manage/jobs/:id`.' },
+  { key: 'handoffDelay', flag: '--handoff-delay', env: 'LEASEHOLD_HANDOFF_DELAY', default: '100ms', description: 'How long after an installation tick its backup node claims it when the first-ranked node has not (dead, stalled, or seeing other live nodes).' },
   { key: 'shutdownGrace', flag: '--shutdown-grace', env: 'LEASEHOLD_SHUTDOWN_GRACE', default: '10s', description: 'How long shutdown waits for runs in progress before aborting them.' },
   { key: 'privateRedis', flag: '--private-redis', env: undefined, boolean: true, default: 'off', description: 'When no Redis is configured, start a private `redis-server` from the PATH on a free port (no persistence) and stop it when the node exits. `npm start` uses it.' },
   { key: 'logLevel', flag: '--log-level', env: 'LOG_LEVEL', default: 'info', description: 'pino level: fatal, error, warn, info, debug, trace or silent.' },
@@ -104,6 +106,13 @@ export function readConfig(flags: Record<string, string | boolean | undefined>, 
       throw new LeaseholdError(ErrorCodes.invalidConfig, `${settingName(key)}: only printable ASCII without spaces fits in "Authorization: Bearer <token>" (the value is not shown)`);
     }
   }
+  if (out['handoffDelay'] !== undefined) {
+    try {
+      parseDuration(out['handoffDelay'], 'hand-off delay', true);
+    } catch {
+      bad('handoffDelay', 'is not a duration (use milliseconds or a string like 50ms, 100ms, 1s)');
+    }
+  }
   if (out['shutdownGrace'] !== undefined) {
     try {
       parseDuration(out['shutdownGrace'], 'shutdown grace', true);
@@ -137,6 +146,7 @@ export function readConfig(flags: Record<string, string | boolean | undefined>, 
     logLevel: out['logLevel'] ?? 'info',
     logFormat: out['logFormat'],
     recentRuns: out['recentRuns'] === undefined ? undefined : Number(out['recentRuns']),
+    handoffDelay: out['handoffDelay'],
     privateRedis: out['privateRedis'] === 'true',
   };
 }

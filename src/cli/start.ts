@@ -54,6 +54,7 @@ export async function runStart(args: string[]): Promise<number> {
     ...(config.readToken ? { readToken: config.readToken } : {}),
     ...(config.metricsToken ? { metricsToken: config.metricsToken } : {}),
     ...(config.recentRuns !== undefined ? { recentRuns: config.recentRuns } : {}),
+    ...(config.handoffDelay !== undefined ? { handoffDelay: config.handoffDelay } : {}),
   });
   for (const job of jobs) runner.add(job as JobDefinition);
   await runner.start();

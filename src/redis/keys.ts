@@ -31,6 +31,8 @@ export interface Keys {
   readonly jobs: string;
   /** Sorted set: instance ids scored by last-seen time (ms). */
   readonly instances: string;
+  /** Hash: instance id to the digest of the jobs it runs (which live nodes rank alike). */
+  readonly nodes: string;
   /** Hash with a TTL: one instance's heartbeat. */
   instance(id: string): string;
   /** Pub/sub channel: control messages between nodes. */
@@ -61,6 +63,7 @@ export const KEY_TABLE: readonly KeyDescription[] = [
   { pattern: '<prefix>:settings', type: 'hash', purpose: 'operator overrides: `<jobId>.paused`, `<jobId>.cron`, ...' },
   { pattern: '<prefix>:jobs', type: 'set', purpose: 'ids of every registered job (added at start, when a job is added, after a reconnection, and every minute by each node)' },
   { pattern: '<prefix>:instances', type: 'zset', purpose: 'instance ids scored by last seen (ms); members unseen for 60 s are dropped' },
+  { pattern: '<prefix>:nodes', type: 'hash', purpose: 'instance id -> digest of the jobs it runs: the live nodes with the same digest rank each installation tick\'s claimers alike; a stopped node removes its field' },
   { pattern: '<prefix>:instance:<id>', type: 'hash', purpose: 'one instance: `id`, `host`, `pid`, `version`, `startedAt`, `lastSeenAt`, `jobs`; TTL 15 s, refreshed every 5 s, so it expires when the node dies' },
   { pattern: '<prefix>:control', type: 'channel', purpose: 'pub/sub channel: `{"type":"settings"}` after a settings change, `{"type":"run","jobId":...}` to run a job now (an instance job on every node, an installation job once), `{"type":"cancel","jobId":...}` to cancel the job\'s run in progress wherever it runs' },
 ];
@@ -98,6 +101,7 @@ export function keys(prefix: string = DEFAULT_PREFIX): Keys {
     settings: `${prefix}:settings`,
     jobs: `${prefix}:jobs`,
     instances: `${prefix}:instances`,
+    nodes: `${prefix}:nodes`,
     instance: (id) => {
       checkPart('instance id', id);
       return `${prefix}:instance:${id}`;

@@ -45,9 +45,9 @@ export class Claims {
    * job, marks the tick as handled (one paused skip cluster-wide). `request` identifies an
    * operator's run now, which runs once cluster-wide however many nodes try it.
    */
-  claim(slot: Slot, eff: EffectiveSchedule, tick: number, mode: ClaimMode, request?: string): void {
+  claim(slot: Slot, eff: EffectiveSchedule, tick: number, mode: ClaimMode, request?: string, backup = false): void {
     slot.claiming = tick;
-    const handled = this.decide(slot, eff, tick, mode, request).finally(() => {
+    const handled = this.decide(slot, eff, tick, mode, request, backup).finally(() => {
       if (slot.claiming === tick) slot.claiming = undefined;
       this.inFlight.delete(handled);
     });
@@ -59,7 +59,7 @@ export class Claims {
     await Promise.all(this.inFlight);
   }
 
-  private async decide(slot: Slot, eff: EffectiveSchedule, tick: number, mode: ClaimMode, request: string | undefined): Promise<void> {
+  private async decide(slot: Slot, eff: EffectiveSchedule, tick: number, mode: ClaimMode, request: string | undefined, backup: boolean): Promise<void> {
     const host = this.host;
     // The catch-up tick of a fixedRate job at start is no skip when someone ran it.
     const catchUp = mode === 'grid' && tick < slot.anchor - slot.job.initialDelayMs;
@@ -67,7 +67,8 @@ export class Claims {
     try {
       result = await host.coordinator.claim({
         jobId: slot.job.id, tick, leaseMs: eff.leaseMs, mode,
-        countSkip: !catchUp && (mode === 'grid' || mode === 'delay'),
+        // A backup's claim that finds the tick taken is no one's skip: the first claimer ran it.
+        countSkip: !catchUp && !backup && (mode === 'grid' || mode === 'delay'),
         ...(request === undefined ? {} : { request }),
       });
     } catch (err) {
@@ -102,7 +103,7 @@ export class Claims {
         return;
       case 'done':
         // A paused tick another node marked, or a run now another node took: nothing here.
-        if (mode === 'pause' || mode === 'manual') return;
+        if (mode === 'pause' || mode === 'manual' || backup) return;
         if (!catchUp) host.skip(slot, 'claimed', tick, now, result.counted);
         if (mode === 'delay') host.timetable.tick(slot, now + eff.trigger.intervalMs);
         return;

@@ -11,9 +11,13 @@ import type { Timetable } from './timetable.js';
 /** What the fire policy needs of the runner. */
 export interface FireHost {
   readonly timetable: Timetable;
+  /** How long after a tick the backup claimer claims, ms. */
+  readonly handoffMs: number;
+  /** This node's place among the claimers of the slot's tick (see `ClaimOrder`). */
+  place(slot: Slot, tick: number): number;
   resolve(slot: Slot): void;
   skip(slot: Slot, reason: SkipReason, tick: number, now: number): void;
-  begin(slot: Slot, eff: EffectiveSchedule, tick: number, mode: ClaimMode): void;
+  begin(slot: Slot, eff: EffectiveSchedule, tick: number, mode: ClaimMode, request?: string, backup?: boolean): void;
 }
 
 /**
@@ -24,6 +28,13 @@ export function fireTick(host: FireHost, slot: Slot, tick: number, now: number):
   if (now < tick && slot.busy) {
     // Fired ahead for its claim, but the previous run is still going: decide on the tick.
     host.timetable.at(slot, tick, tick);
+    return;
+  }
+  // Installation ticks are claimed by the first node of the live nodes' ranking at the tick,
+  // by the second a hand-off delay later, by no other.
+  const place = slot.job.scope === 'installation' ? host.place(slot, tick) : 0;
+  if (place === 1 && now < tick + host.handoffMs) {
+    host.timetable.at(slot, tick + host.handoffMs, tick);
     return;
   }
   host.timetable.dropRetry(slot); // a new tick supersedes any retry of an older one
@@ -46,10 +57,15 @@ export function fireTick(host: FireHost, slot: Slot, tick: number, now: number):
   }
   if (t.kind !== 'fixedDelay') host.timetable.planNext(slot, Math.max(now, tick));
   else slot.nextAt = null;
+  if (place >= 2) {
+    // Not this node's tick to claim: nothing to do, and nothing to count.
+    if (t.kind === 'fixedDelay') host.timetable.tick(slot, now + t.intervalMs);
+    return;
+  }
   if (slot.paused) {
     // An installation tick on a grid is marked as handled through the claim: one paused skip
     // cluster-wide, and never counted missed later. Elsewhere the skip is this node's.
-    if (slot.job.scope === 'installation' && t.kind !== 'fixedDelay' && !slot.busy) host.begin(slot, eff, tick, 'pause');
+    if (slot.job.scope === 'installation' && t.kind !== 'fixedDelay' && !slot.busy) host.begin(slot, eff, tick, 'pause', undefined, place === 1);
     else host.skip(slot, 'paused', tick, now);
     if (t.kind === 'fixedDelay') host.timetable.tick(slot, now + t.intervalMs);
     return;
@@ -58,5 +74,5 @@ export function fireTick(host: FireHost, slot: Slot, tick: number, now: number):
     host.skip(slot, 'overrun', tick, now);
     return;
   }
-  host.begin(slot, eff, tick, t.kind === 'fixedDelay' ? 'delay' : 'grid');
+  host.begin(slot, eff, tick, t.kind === 'fixedDelay' ? 'delay' : 'grid', undefined, place === 1);
 }

@@ -18,6 +18,7 @@ import { executeRun, type ActiveRun } from './run.js';
 import { Slot, type SettingsSource } from './slot.js';
 import { view, type JobView } from './view.js';
 import { fireTick } from './fire.js';
+import { ALONE, type ClaimOrder } from './order.js';
 import { StepDetector } from './steps.js';
 import { Timetable, type TimetableHost } from './timetable.js';
 
@@ -49,6 +50,7 @@ export class RunnerCore implements TimetableHost, ClaimHost {
   private readonly log: Logger;
   private readonly steps = new StepDetector();
   private settings: SettingsSource;
+  private order: ClaimOrder = ALONE;
   private status: 'idle' | 'running' | 'stopping' | 'stopped' = 'idle';
   private stopping: Promise<void> | undefined;
   coordinator: Coordinator;
@@ -272,9 +274,24 @@ export class RunnerCore implements TimetableHost, ClaimHost {
   }
 
   /** Starts a run for `tick`: at once for an instance job, after its claim for an installation job. */
-  begin(slot: Slot, eff: EffectiveSchedule, tick: number, mode: ClaimMode, request?: string): void {
+  begin(slot: Slot, eff: EffectiveSchedule, tick: number, mode: ClaimMode, request?: string, backup = false): void {
     if (slot.job.scope === 'instance') this.startRun(slot, eff, tick, mode === 'manual', undefined);
-    else this.claims.claim(slot, eff, tick, mode, request);
+    else this.claims.claim(slot, eff, tick, mode, request, backup);
+  }
+
+  /** This node's place among the claimers of the slot's tick; see {@link ClaimOrder}. */
+  place(slot: Slot, tick: number): number {
+    return this.order.place(slot.job.id, slot.effective?.trigger.kind === 'fixedDelay' ? undefined : tick);
+  }
+
+  /** How long after a tick the backup claimer claims, ms. */
+  get handoffMs(): number {
+    return this.order.handoffMs;
+  }
+
+  /** Sets who claims installation ticks (before start); without it this node claims every one. */
+  setClaimOrder(order: ClaimOrder): void {
+    this.order = order;
   }
 
   startRun(slot: Slot, eff: EffectiveSchedule, tick: number, manual: boolean, lease: HeldLease | undefined): void {

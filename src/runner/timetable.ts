@@ -32,6 +32,10 @@ export interface TimetableHost {
   readonly isRunning: boolean;
   /** How long before a grid tick an installation claim may be sent; 0: at the tick. */
   readonly claimLeadMs: number;
+  /** How long after a tick the backup claimer claims, ms. */
+  readonly handoffMs: number;
+  /** This node's place among the claimers of the slot's tick (see `ClaimOrder`). */
+  place(slot: Slot, tick: number): number;
   /** A job's tick is due (`now` may be up to the claim lead before it). */
   fire(slot: Slot, tick: number, now: number): void;
   /** A claim retry is due. */
@@ -96,7 +100,7 @@ export class Timetable {
       this.host.emitter.emit('scheduled', { jobId: slot.job.id, nextDueAt: null });
       return;
     }
-    this.at(slot, tick - this.leadMs(slot), tick);
+    this.at(slot, this.fireAt(slot, tick), tick);
   }
 
   /** Plans a claim retry of `tick` at `at`. */
@@ -116,15 +120,18 @@ export class Timetable {
   }
 
   /**
-   * How early a tick fires: an installation job on a grid (cron, fixedRate) sends its claim
-   * the coordinator's lead ahead of the tick, at most a quarter of its interval; its run still
-   * starts on the tick. Everything else fires on the tick.
+   * When a tick fires. An installation job: its first claimer fires ahead of a grid tick (cron,
+   * fixedRate) by the coordinator's claim lead, at most a quarter of its interval, so the claim's
+   * round trip is over when the tick comes (the run still starts on the tick); the backup and
+   * the others fire a hand-off delay after it. Everything else fires on the tick.
    */
-  private leadMs(slot: Slot): number {
+  private fireAt(slot: Slot, tick: number): number {
+    if (slot.job.scope !== 'installation') return tick;
+    if (this.host.place(slot, tick) >= 1) return tick + this.host.handoffMs;
     const lead = this.host.claimLeadMs;
     const trigger = slot.effective?.trigger;
-    if (lead <= 0 || slot.job.scope !== 'installation' || !trigger || trigger.kind === 'fixedDelay') return 0;
-    return Math.min(lead, Math.floor(trigger.intervalMs / 4));
+    if (lead <= 0 || !trigger || trigger.kind === 'fixedDelay') return tick;
+    return tick - Math.min(lead, Math.floor(trigger.intervalMs / 4));
   }
 
   private push(slot: Slot, at: number, tick: number, kind: 'fire' | 'retry', mode: ClaimMode): void {

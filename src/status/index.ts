@@ -19,6 +19,8 @@ import type { RunnerCore, SettingsSource } from '../runner/runner.js';
 import type { ManageApi } from './api.js';
 import { createManageApi } from './actions.js';
 import { CancelRequests } from './cancel.js';
+import { rendezvousOrder } from './spread.js';
+import type { ClaimOrder } from '../runner/order.js';
 import { publishControl, subscribeControl } from './control.js';
 import { DEFAULT_FAILING_STREAK, type ClusterStatus } from './model.js';
 import { Registry } from './registry.js';
@@ -47,6 +49,8 @@ export interface StatusLayerOptions {
   readonly failingStreak?: number;
   /** leasehold's version, shown in the instance list. Default: this package's. */
   readonly version?: string;
+  /** How long after a tick the backup claimer claims, ms. Default 100. */
+  readonly handoffMs?: number;
   /** How many recent runs each job keeps in Redis. Default 50. */
   readonly recentRuns?: number;
   /** Called with the id of each job the stats first see (the metrics create its series). */
@@ -57,6 +61,8 @@ export interface StatusLayerOptions {
 export interface StatusLayer {
   /** The runner's settings source (the settings hash, cached). */
   readonly settings: SettingsSource;
+  /** Who claims each installation tick, over the live nodes the heartbeat sees. */
+  readonly claimOrder: ClaimOrder;
   /** What the routes call. */
   readonly api: ManageApi;
   /** Connects, reads the settings, registers jobs and this node; never fails for an absent Redis. */
@@ -156,6 +162,7 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
 
   return {
     settings,
+    claimOrder: rendezvousOrder(core.instanceId, () => registry.peers(), opts.handoffMs),
     api,
     async start() {
       if (started) return;

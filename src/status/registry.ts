@@ -4,6 +4,7 @@
  * A node that dies stops refreshing and its heartbeat expires; `stop()` removes it at once.
  * @module
  */
+import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { ChainableCommander } from 'ioredis';
 import type { RedisClient } from '../redis/connection.js';
@@ -61,9 +62,12 @@ export class Registry {
   private ids: string[] = [];
   private idsDirty = true;
   private idsSentAt = -Infinity;
+  private digest = '';
+  private livePeers: readonly string[];
 
   constructor(private readonly opts: RegistryOptions) {
     this.startedAt = iso(opts.now());
+    this.livePeers = [opts.instanceId];
     // A new connection may be to a Redis that lost its data (restarted, failed over): send the ids again.
     opts.redis.on('ready', () => {
       this.idsSentAt = -Infinity;
@@ -96,6 +100,14 @@ export class Registry {
     }
   }
 
+  /**
+   * The live nodes that run the same jobs as this one (the same digest), this one included,
+   * sorted; as of the last heartbeat (every {@link HEARTBEAT_MS}). Before the first, this one alone.
+   */
+  peers(): readonly string[] {
+    return this.livePeers;
+  }
+
   /** This node's jobs changed (one added or removed): its job ids are sent again soon. */
   jobsChanged(): void {
     this.idsDirty = true;
@@ -118,6 +130,7 @@ export class Registry {
     const sendIds = this.idsDirty || now - this.idsSentAt >= JOBS_REFRESH_MS;
     if (this.idsDirty) {
       this.ids = this.opts.jobIds();
+      this.digest = createHash('sha1').update([...this.ids].sort().join('\n')).digest('hex').slice(0, 12);
       this.idsDirty = false;
     }
     const ids = sendIds ? this.ids : [];
@@ -134,11 +147,16 @@ export class Registry {
       // One pipeline; on a Cluster one per key, as the three keys live in different slots.
       const replies = await pipelined(redis, [
         { key, queue: (p) => p.hset(key, fields).pexpire(key, HEARTBEAT_TTL_MS) },
-        { key: keys.instances, queue: (p) => p.zadd(keys.instances, now, instanceId).zremrangebyscore(keys.instances, '-inf', now - INSTANCE_FORGET_MS) },
+        {
+          key: keys.instances,
+          queue: (p) => p.zadd(keys.instances, now, instanceId).zremrangebyscore(keys.instances, '-inf', now - INSTANCE_FORGET_MS).zrangebyscore(keys.instances, now - HEARTBEAT_TTL_MS, '+inf'),
+        },
+        { key: keys.nodes, queue: (p) => p.hset(keys.nodes, instanceId, this.digest).hgetall(keys.nodes) },
         ...(ids.length > 0 ? [{ key: keys.jobs, queue: (p: ChainableCommander) => p.sadd(keys.jobs, ...ids) }] : []),
       ]);
       const failed = replies.find(([err]) => err);
       if (failed?.[0]) throw failed[0];
+      this.seePeers(replies[4]?.[1], replies[6]?.[1]);
       if (this.failing) this.opts.logger.debug('heartbeat written again');
       this.failing = false;
       if (sendIds) this.idsSentAt = now;
@@ -147,6 +165,21 @@ export class Registry {
       this.failing = true;
       this.idsSentAt = -Infinity;
     }
+  }
+
+  /** Keeps the live nodes with this node's digest; forgets the digests of nodes no longer live. */
+  private seePeers(live: unknown, digests: unknown): void {
+    const { redis, keys, instanceId } = this.opts;
+    const alive = new Set(Array.isArray(live) ? live.filter((id): id is string => typeof id === 'string') : []);
+    const byNode = digests !== null && typeof digests === 'object' ? (digests as Record<string, string>) : {};
+    const peers = [instanceId];
+    const gone: string[] = [];
+    for (const [id, digest] of Object.entries(byNode)) {
+      if (!alive.has(id)) gone.push(id);
+      else if (id !== instanceId && digest === this.digest) peers.push(id);
+    }
+    this.livePeers = peers.sort();
+    if (gone.length > 0) void redis.hdel(keys.nodes, ...gone).catch(() => undefined);
   }
 
   /** Stops beating and removes this node's heartbeat (best effort: it expires anyway). */
@@ -158,7 +191,7 @@ export class Registry {
     const { redis, keys, instanceId } = this.opts;
     if (redis.status !== 'ready') return;
     try {
-      await Promise.all([redis.del(keys.instance(instanceId)), redis.zrem(keys.instances, instanceId)]);
+      await Promise.all([redis.del(keys.instance(instanceId)), redis.zrem(keys.instances, instanceId), redis.hdel(keys.nodes, instanceId)]);
     } catch (err) {
       this.opts.logger.debug({ error: errorMessage(err) }, 'removing the heartbeat failed; it expires on its own');
     }

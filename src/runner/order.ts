@@ -1,0 +1,24 @@
+/**
+ * Who claims an installation tick. Every node runs the same timetable, but for each job and
+ * tick one node (the first in a ranking of the live nodes that every node computes alike)
+ * claims at the tick, a second claims a hand-off delay later as its backup, and the others
+ * do not claim: the Redis work per tick does not grow with the number of nodes. The claim
+ * still decides each tick once, so nodes that see the live nodes differently may cost a
+ * hand-off delay or an extra claim, never a run twice.
+ * @module
+ */
+
+/** The port the runner asks; the status layer's view of the live nodes implements it. */
+export interface ClaimOrder {
+  /**
+   * This node's place for the job's tick among the live nodes that run the job: 0 claims at
+   * the tick, 1 claims a hand-off delay after it (the backup), 2 or more does not claim. A
+   * fixedDelay job has no shared tick: `tick` is undefined and the place is the job's own.
+   */
+  place(jobId: string, tick: number | undefined): number;
+  /** How long after the tick the backup claims, ms. */
+  readonly handoffMs: number;
+}
+
+/** Without a view of the other nodes (no Redis): this node claims every tick. */
+export const ALONE: ClaimOrder = { place: () => 0, handoffMs: 0 };

@@ -1,0 +1,74 @@
+/**
+ * Who claims an installation tick, by rendezvous (highest-random-weight) hashing over the
+ * live nodes that run the same jobs: for each job and tick every node computes the same
+ * weights from the same names, so they agree on the first and second claimer without talking.
+ * The weight covers the tick as well as the job, so a job's ticks rotate over the nodes and
+ * the ticks due at one instant are spread over all of them; a fixedDelay job, which has no
+ * shared tick, ranks by the job alone.
+ * @module
+ */
+import type { ClaimOrder } from '../runner/order.js';
+
+/** How long after a tick the backup claimer claims unless configured, ms. */
+export const DEFAULT_HANDOFF_MS = 100;
+
+/** 32-bit FNV-1a of a string. */
+function fnv1a(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+/** MurmurHash3's finaliser: every bit of the input moves every bit of the output. */
+function mix(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+/** The weight of `node` for the job's tick (the tick undefined for a fixedDelay job). */
+export function weight(jobHash: number, tick: number | undefined, nodeHash: number): number {
+  const t = tick === undefined ? 0 : mix((tick % 0x100000000) ^ mix(Math.floor(tick / 0x100000000)));
+  return mix(jobHash ^ mix(t ^ nodeHash));
+}
+
+/**
+ * The claim order over `peers()` (this node's live peers, itself included, as the registry
+ * last saw them). A node alone is always first.
+ */
+export function rendezvousOrder(self: string, peers: () => readonly string[], handoffMs = DEFAULT_HANDOFF_MS): ClaimOrder {
+  const jobHashes = new Map<string, number>();
+  const nodeHashes = new Map<string, number>();
+  const hashOf = (cache: Map<string, number>, key: string): number => {
+    let h = cache.get(key);
+    if (h === undefined) {
+      h = fnv1a(key);
+      cache.set(key, h);
+    }
+    return h;
+  };
+  return {
+    handoffMs,
+    place(jobId, tick) {
+      const nodes = peers();
+      if (nodes.length <= 1) return 0;
+      const job = hashOf(jobHashes, jobId);
+      const mine = weight(job, tick, hashOf(nodeHashes, self));
+      let place = 0;
+      for (const node of nodes) {
+        if (node === self) continue;
+        const w = weight(job, tick, hashOf(nodeHashes, node));
+        // Ties go to the smaller id, so every node breaks them alike.
+        if (w > mine || (w === mine && node < self)) place++;
+        if (place >= 2) return place;
+      }
+      return place;
+    },
+  };
+}

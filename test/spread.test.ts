@@ -1,0 +1,126 @@
+/**
+ * [spread] Who claims an installation tick: rendezvous hashing over the live nodes that run
+ * the same jobs. Every node computes the same order; the first claimers are spread evenly over
+ * the nodes; and the claim decides each tick once whatever the nodes believe, so a stale or
+ * wrong view costs a hand-off delay or an extra claim, never a run twice.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Redis } from 'ioredis';
+import type { RunStartedEvent } from '../src/index.js';
+import { keys as keyNames } from '../src/redis/keys.js';
+import { RunnerCore } from '../src/runner/runner.js';
+import type { ClaimOrder } from '../src/runner/order.js';
+import { redisCoordinator } from '../src/lease/redis-coordinator.js';
+import { createRedis } from '../src/redis/connection.js';
+import { rendezvousOrder } from '../src/status/spread.js';
+import { attachStatus, type AttachedStatus } from '../src/create.js';
+import { memoryLogger } from './helpers/log.js';
+import { startRedis, type TestRedis } from './helpers/redis.js';
+
+describe('the rendezvous order', () => {
+  it('every node agrees: each tick has exactly one first and one second claimer, and the first claims spread evenly', () => {
+    for (const n of [2, 3, 9, 27]) {
+      const nodes = Array.from({ length: n }, (_, i) => `node-${i}`);
+      const orders = nodes.map((self) => rendezvousOrder(self, () => nodes));
+      const firsts = new Map<string, number>(nodes.map((id) => [id, 0]));
+      const ticks = 2_000;
+      for (let t = 0; t < ticks; t++) {
+        const job = `job-${t % 100}`;
+        const tick = 1_796_000_000_000 + Math.floor(t / 100) * 1_000;
+        const places = orders.map((o) => o.place(job, tick));
+        assert.equal(places.filter((p) => p === 0).length, 1, `one first claimer for ${job} at ${tick} among ${n}`);
+        assert.equal(places.filter((p) => p === 1).length, 1, `one backup for ${job} at ${tick} among ${n}`);
+        const first = nodes[places.indexOf(0)] as string;
+        firsts.set(first, (firsts.get(first) ?? 0) + 1);
+      }
+      for (const [id, count] of firsts) {
+        const share = count / ticks;
+        assert.ok(Math.abs(share - 1 / n) <= 0.25 / n, `${id} is first for ${(share * 100).toFixed(1)}% of ${n} nodes' ticks`);
+      }
+    }
+  });
+
+  it('a node alone is always first; a fixedDelay job keeps its order from tick to tick', () => {
+    assert.equal(rendezvousOrder('a', () => ['a']).place('j', 5), 0);
+    const nodes = ['a', 'b', 'c'];
+    const o = rendezvousOrder('b', () => nodes);
+    const first = o.place('delay-job', undefined);
+    for (let i = 0; i < 10; i++) assert.equal(o.place('delay-job', undefined), first);
+  });
+});
+
+describe('nodes that see the live nodes differently', () => {
+  let server: TestRedis;
+  let cli: Redis;
+  before(async () => {
+    server = await startRedis();
+    cli = server.client();
+  });
+  after(async () => {
+    await server.stop();
+  });
+
+  /** Two in-process nodes whose claim order is given, over a real Redis. */
+  async function pair(prefix: string, orders: [ClaimOrder, ClaimOrder]): Promise<{ started: RunStartedEvent[]; stop(): Promise<void> }> {
+    const { logger } = memoryLogger();
+    const k = keyNames(prefix);
+    const started: RunStartedEvent[] = [];
+    const nodes: Array<{ core: RunnerCore; layer: AttachedStatus }> = [];
+    for (const [i, id] of ['a', 'b'].entries()) {
+      const core = new RunnerCore({ instanceId: id, logger, shutdownGraceMs: 200 });
+      const lease = createRedis({ role: 'lease', target: { url: server.url } });
+      core.setCoordinator(redisCoordinator({ redis: lease, keys: k, instanceId: id, logger, ownsConnection: true }));
+      core.add({ id: 'every-second', scope: 'installation', cron: '* * * * * *', run: () => undefined });
+      const layer = attachStatus({ core, redis: { url: server.url }, prefix, logger });
+      core.setClaimOrder(orders[i] as ClaimOrder);
+      core.on('runStarted', (e) => started.push(e));
+      await layer.start();
+      core.start();
+      nodes.push({ core, layer });
+    }
+    return {
+      started,
+      async stop() {
+        for (const n of nodes) {
+          await n.core.stop();
+          await n.layer.stop();
+        }
+      },
+    };
+  }
+
+  const check = (started: RunStartedEvent[], from: number, to: number, lateBy: number): void => {
+    const ticks = started.filter((e) => e.scheduledAt >= from && e.scheduledAt <= to).map((e) => e.scheduledAt);
+    assert.equal(new Set(ticks).size, ticks.length, 'no tick ran twice');
+    for (let t = Math.ceil(from / 1000) * 1000; t <= to; t += 1000) assert.ok(ticks.includes(t), `tick ${new Date(t).toISOString()} ran`);
+    for (const e of started) assert.ok(e.lagMs < lateBy, `started ${e.lagMs} ms late`);
+  };
+
+  it('both believe they are first: every tick runs once (an extra claim, no duplicate)', async () => {
+    const p = await pair('both-first', [{ place: () => 0, handoffMs: 100 }, { place: () => 0, handoffMs: 100 }]);
+    const from = Date.now() + 1_500;
+    await sleep(6_000);
+    await p.stop();
+    check(p.started, from, from + 3_500, 400);
+  });
+
+  it('both believe they are second (the first they see is dead or another): every tick runs once, a hand-off delay late', async () => {
+    const p = await pair('both-second', [{ place: () => 1, handoffMs: 100 }, { place: () => 1, handoffMs: 100 }]);
+    const from = Date.now() + 1_500;
+    await sleep(6_000);
+    await p.stop();
+    check(p.started, from, from + 3_500, 500);
+    assert.ok(p.started.every((e) => e.lagMs >= 90), 'the backup waits its hand-off delay');
+  });
+
+  it('the ones not ranked do not claim: a tick costs its first claimer\'s claim, and no skip is counted', async () => {
+    const p = await pair('ranked', [{ place: () => 0, handoffMs: 100 }, { place: () => 2, handoffMs: 100 }]);
+    await sleep(4_000);
+    await p.stop();
+    assert.ok(p.started.length >= 3);
+    assert.ok(p.started.every((e) => e.instanceId === 'a'));
+    assert.equal(await cli.hget(keyNames('ranked').stats('every-second'), 'skippedClaimed'), '0');
+  });
+});
