@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { degradedReasons, successDeadline, NO_SUCCESS_SLACK_MS } from '../src/status/model.js';
+import { degradedReasons, successDeadline, NO_SUCCESS_SLACK_MS } from '../src/status/health.js';
 import { cronTrigger } from '../src/schedule/trigger.js';
 
 const iso = (ms: number): string => new Date(ms).toISOString();

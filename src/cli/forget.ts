@@ -4,7 +4,8 @@
  * @module
  */
 import { parseArgs } from 'node:util';
-import { describeTarget, whenReady } from '../redis/connection.js';
+import { whenReady } from '../redis/connection.js';
+import { describeTarget } from '../redis/target.js';
 import { forgetJob } from '../status/forget.js';
 import { errorMessage } from '../errors.js';
 import { commandRedis, REDIS_FLAGS, STATUS_CONNECT_TIMEOUT_MS, type RedisFlagValues } from './status.js';

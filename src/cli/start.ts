@@ -11,7 +11,7 @@ import { CONFIG, readConfig } from './config.js';
 import { loadJobsModule } from './load.js';
 import { startPrivateRedis, type PrivateRedis } from './private-redis.js';
 import { startHttpServer } from '../http/server.js';
-import { redactUrl, splitList } from '../redis/connection.js';
+import { redactUrl, splitList } from '../redis/target.js';
 import { every, systemClock } from '../clock.js';
 
 /** How often a node checks that the process that started it is still there, ms. */

@@ -4,7 +4,8 @@
  * @module
  */
 import { parseArgs } from 'node:util';
-import { createRedis, describeTarget, splitList, whenReady, type RedisClient, type RedisTarget } from '../redis/connection.js';
+import { createRedis, whenReady, type RedisClient } from '../redis/connection.js';
+import { describeTarget, splitList, type RedisTarget } from '../redis/target.js';
 import { DEFAULT_PREFIX, keys as keyNames, type Keys } from '../redis/keys.js';
 import { readCluster } from '../status/read.js';
 import type { ClusterStatus, JobStatus } from '../status/model.js';

@@ -5,16 +5,15 @@
 import type { ClaimMode } from '../lease/port.js';
 import type { EffectiveSchedule } from '../schedule/trigger.js';
 import type { SkipReason } from './events.js';
+import { placeOf, type ClaimOrder } from './order.js';
 import type { Slot } from './slot.js';
 import type { Timetable } from './timetable.js';
 
 /** What the fire policy needs of the runner. */
 export interface FireHost {
   readonly timetable: Timetable;
-  /** How long after a tick the backup claimer claims, ms. */
-  readonly handoffMs: number;
-  /** This node's place among the claimers of the slot's tick (see `ClaimOrder`). */
-  place(slot: Slot, tick: number): number;
+  /** Who claims installation ticks. */
+  readonly order: ClaimOrder;
   resolve(slot: Slot): void;
   skip(slot: Slot, reason: SkipReason, tick: number, now: number): void;
   begin(slot: Slot, eff: EffectiveSchedule, tick: number, mode: ClaimMode, request?: string, backup?: boolean): void;
@@ -32,9 +31,9 @@ export function fireTick(host: FireHost, slot: Slot, tick: number, now: number):
   }
   // Installation ticks are claimed by the first node of the live nodes' ranking at the tick,
   // by the second a hand-off delay later, by no other.
-  const place = slot.job.scope === 'installation' ? host.place(slot, tick) : 0;
-  if (place === 1 && now < tick + host.handoffMs) {
-    host.timetable.at(slot, tick + host.handoffMs, tick);
+  const place = slot.job.scope === 'installation' ? placeOf(host.order, slot.job.id, slot.effective?.trigger.kind === 'fixedDelay', tick) : 0;
+  if (place === 1 && now < tick + host.order.handoffMs) {
+    host.timetable.at(slot, tick + host.order.handoffMs, tick);
     return;
   }
   host.timetable.dropRetry(slot); // a new tick supersedes any retry of an older one

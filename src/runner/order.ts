@@ -20,5 +20,10 @@ export interface ClaimOrder {
   readonly handoffMs: number;
 }
 
+/** A job's place for a tick, as {@link ClaimOrder.place} asks it (a fixedDelay job has no shared tick). */
+export function placeOf(order: ClaimOrder, jobId: string, delay: boolean, tick: number): number {
+  return order.place(jobId, delay ? undefined : tick);
+}
+
 /** Without a view of the other nodes (no Redis): this node claims every tick. */
 export const ALONE: ClaimOrder = { place: () => 0, handoffMs: 0 };

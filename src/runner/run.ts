@@ -3,7 +3,7 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import type { Timers, TimerHandle } from '../clock.js';
+import { waitAtMost, type Timers, type TimerHandle } from '../clock.js';
 import type { Logger } from '../logger.js';
 import { ErrorCodes, LeaseholdError, type AbortReasonCode, errorMessage } from '../errors.js';
 import type { NormalizedJob } from '../schedule/job.js';
@@ -15,6 +15,23 @@ import type { Emitter, RunOutcome, RunStartedEvent } from './events.js';
 
 /** How long after an abort a handler that ignores its signal is reported with the abort's outcome. */
 const REPORT_AFTER_ABORT_MS = 1_000;
+
+/** How long after the shutdown grace aborted handlers get to settle, so their leases are released. */
+const AFTER_ABORT_MS = 1_000;
+
+/**
+ * Ends the runs in progress at a stop (SPEC 3.6): waits up to the grace for them (and for the
+ * claims in flight), then aborts the rest with reason `shutdown`, gives them a moment to settle
+ * and release their leases, and reports those that ignore the abort as interrupted.
+ */
+export async function endRuns(clock: Timers, runs: () => ActiveRun[], claims: () => Promise<void>, graceMs: number): Promise<void> {
+  const settled = (): Promise<unknown> => Promise.all([claims(), ...runs().map((r) => r.settled)]);
+  await waitAtMost(clock, settled(), graceMs);
+  if (runs().length === 0) return;
+  for (const run of runs()) run.abort(ErrorCodes.shutdown);
+  await waitAtMost(clock, settled(), AFTER_ABORT_MS);
+  for (const run of runs()) run.reportNow();
+}
 
 /** A run in progress. */
 export interface ActiveRun {

@@ -6,7 +6,7 @@
  * @module
  */
 import { ErrorCodes, LeaseholdError } from '../errors.js';
-import { completeClock, waitAtMost, type Clock, type Timers } from '../clock.js';
+import { completeClock, type Clock, type Timers } from '../clock.js';
 import type { Logger } from '../logger.js';
 import { localCoordinator } from '../lease/local.js';
 import type { ClaimMode, Coordinator, HeldLease } from '../lease/port.js';
@@ -14,7 +14,7 @@ import { normalizeJob } from '../schedule/job.js';
 import type { EffectiveSchedule, Trigger } from '../schedule/trigger.js';
 import { Claims, type ClaimHost } from './claims.js';
 import { Emitter, type Listener, type RunnerEvents, type SkipReason } from './events.js';
-import { executeRun, type ActiveRun } from './run.js';
+import { endRuns, executeRun, type ActiveRun } from './run.js';
 import { Slot, type SettingsSource } from './slot.js';
 import { view, type JobView } from './view.js';
 import { fireTick } from './fire.js';
@@ -35,9 +35,6 @@ export interface RunnerCoreOptions {
   readonly settings?: SettingsSource;
 }
 
-/** How long after the shutdown grace aborted handlers get to settle, so their leases are released. */
-const AFTER_ABORT_MS = 1_000;
-
 /** The runner core. Create it with `createRunner`. */
 export class RunnerCore implements TimetableHost, ClaimHost {
   readonly clock: Timers;
@@ -50,7 +47,8 @@ export class RunnerCore implements TimetableHost, ClaimHost {
   private readonly log: Logger;
   private readonly steps = new StepDetector();
   private settings: SettingsSource;
-  private order: ClaimOrder = ALONE;
+  /** Who claims installation ticks; see {@link ClaimOrder}. */
+  order: ClaimOrder = ALONE;
   private status: 'idle' | 'running' | 'stopping' | 'stopped' = 'idle';
   private stopping: Promise<void> | undefined;
   coordinator: Coordinator;
@@ -73,11 +71,6 @@ export class RunnerCore implements TimetableHost, ClaimHost {
   /** Whether `start()` has run and `stop()` has not begun. */
   get isRunning(): boolean {
     return this.status === 'running';
-  }
-
-  /** How long before a grid tick an installation claim may be sent. */
-  get claimLeadMs(): number {
-    return this.coordinator.claimLeadMs ?? 0;
   }
 
   /** Subscribes to a lifecycle event; returns an unsubscribe function. */
@@ -218,13 +211,7 @@ export class RunnerCore implements TimetableHost, ClaimHost {
     this.status = 'stopping';
     this.timetable.clear();
     const runs = (): ActiveRun[] => [...this.slots.values(), ...this.removing].flatMap((s) => (s.running ? [s.running] : []));
-    const settled = (): Promise<unknown> => Promise.all([this.claims.settled(), ...runs().map((r) => r.settled)]);
-    await waitAtMost(this.clock, settled(), this.opts.shutdownGraceMs);
-    if (runs().length > 0) {
-      for (const run of runs()) run.abort(ErrorCodes.shutdown);
-      await waitAtMost(this.clock, settled(), AFTER_ABORT_MS);
-      for (const run of runs()) run.reportNow();
-    }
+    await endRuns(this.clock, runs, () => this.claims.settled(), this.opts.shutdownGraceMs);
     this.status = 'stopped';
     await this.coordinator.close();
   }
@@ -277,16 +264,6 @@ export class RunnerCore implements TimetableHost, ClaimHost {
   begin(slot: Slot, eff: EffectiveSchedule, tick: number, mode: ClaimMode, request?: string, backup = false): void {
     if (slot.job.scope === 'instance') this.startRun(slot, eff, tick, mode === 'manual', undefined);
     else this.claims.claim(slot, eff, tick, mode, request, backup);
-  }
-
-  /** This node's place among the claimers of the slot's tick; see {@link ClaimOrder}. */
-  place(slot: Slot, tick: number): number {
-    return this.order.place(slot.job.id, slot.effective?.trigger.kind === 'fixedDelay' ? undefined : tick);
-  }
-
-  /** How long after a tick the backup claimer claims, ms. */
-  get handoffMs(): number {
-    return this.order.handoffMs;
   }
 
   /** Sets who claims installation ticks (before start); without it this node claims every one. */

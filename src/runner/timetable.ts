@@ -5,9 +5,10 @@
  * @module
  */
 import { MAX_TIMER_MS, type TimerHandle, type Timers } from '../clock.js';
-import type { ClaimMode } from '../lease/port.js';
+import type { ClaimMode, Coordinator } from '../lease/port.js';
 import type { Emitter } from './events.js';
 import { MinHeap } from './heap.js';
+import { placeOf, type ClaimOrder } from './order.js';
 import type { Slot } from './slot.js';
 
 /** An invalid schedule is checked again this often. */
@@ -30,12 +31,10 @@ export interface TimetableHost {
   now(): number;
   /** Whether fires may be planned (the runner runs). */
   readonly isRunning: boolean;
-  /** How long before a grid tick an installation claim may be sent; 0: at the tick. */
-  readonly claimLeadMs: number;
-  /** How long after a tick the backup claimer claims, ms. */
-  readonly handoffMs: number;
-  /** This node's place among the claimers of the slot's tick (see `ClaimOrder`). */
-  place(slot: Slot, tick: number): number;
+  /** Its `claimLeadMs`: how long before a grid tick an installation claim may be sent. */
+  readonly coordinator: Pick<Coordinator, 'claimLeadMs'>;
+  /** Who claims installation ticks. */
+  readonly order: ClaimOrder;
   /** A job's tick is due (`now` may be up to the claim lead before it). */
   fire(slot: Slot, tick: number, now: number): void;
   /** A claim retry is due. */
@@ -127,8 +126,8 @@ export class Timetable {
    */
   private fireAt(slot: Slot, tick: number): number {
     if (slot.job.scope !== 'installation') return tick;
-    if (this.host.place(slot, tick) >= 1) return tick + this.host.handoffMs;
-    const lead = this.host.claimLeadMs;
+    if (placeOf(this.host.order, slot.job.id, slot.effective?.trigger.kind === 'fixedDelay', tick) >= 1) return tick + this.host.order.handoffMs;
+    const lead = this.host.coordinator.claimLeadMs ?? 0;
     const trigger = slot.effective?.trigger;
     if (lead <= 0 || !trigger || trigger.kind === 'fixedDelay') return tick;
     return tick - Math.min(lead, Math.floor(trigger.intervalMs / 4));

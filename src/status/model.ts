@@ -6,7 +6,8 @@
  */
 import type { RecentRun } from './batch.js';
 import { SETTING_FIELDS } from './settings.js';
-import { cronTrigger } from '../schedule/trigger.js';
+import { count, isoOrNull, num, text, time } from './fields.js';
+import { degradedReasons, successDeadline, type HealthContext } from './health.js';
 
 /** Counters of a job's stats hash, by name. */
 const JOB_COUNTERS = [
@@ -23,8 +24,6 @@ export type StatusState = (typeof StatusStates)[keyof typeof StatusStates];
 export const DEFAULT_FAILING_STREAK = 3;
 /** A job counts as active (run by some live node) when a node wrote its stats this recently, in ms. */
 export const ACTIVE_WITHIN_MS = 3 * 60_000;
-/** Slack added to "no successful run for 3 intervals", besides the last run's duration, in ms. */
-export const NO_SUCCESS_SLACK_MS = 2_000;
 
 /** Runs by outcome, on one instance (an instance job's row). */
 export interface InstanceCounters {
@@ -197,44 +196,10 @@ export interface RawJob {
   readonly leasePttl: number | null;
 }
 
-/** How to judge health. */
-export interface ModelContext {
-  /** Redis time, epoch ms. */
-  readonly nowMs: number;
+/** How to judge health and liveness. */
+export interface ModelContext extends HealthContext {
   /** Ids of instances whose heartbeat is alive. */
   readonly live: ReadonlySet<string>;
-  /** Streak length from which a job is degraded. */
-  readonly failingStreak: number;
-}
-
-function text(v: string | undefined): string | null {
-  return v === undefined || v === '' ? null : v;
-}
-
-function num(v: string | undefined): number | null {
-  if (v === undefined || v === '') return null;
-  const n = Number(v);
-  return Number.isFinite(n) ? n : null;
-}
-
-function count(v: string | undefined): number {
-  return num(v) ?? 0;
-}
-
-function time(v: string | undefined): number | null {
-  if (!v) return null;
-  const t = Date.parse(v);
-  return Number.isNaN(t) ? null : t;
-}
-
-function isoOrNull(ms: number | null): string | null {
-  return ms === null || !Number.isFinite(ms) || Math.abs(ms) > 8.64e15 ? null : new Date(ms).toISOString();
-}
-
-function duration(ms: number): string {
-  if (ms >= 3_600_000) return `${(ms / 3_600_000).toFixed(1)}h`;
-  if (ms >= 60_000) return `${(ms / 60_000).toFixed(1)}m`;
-  return `${(ms / 1000).toFixed(1)}s`;
 }
 
 const LEASE_VALUE = /^(.*) since (\S+) tick \S+ token (\d+)$/;
@@ -280,59 +245,6 @@ function instanceRows(fields: Record<string, string>, live: ReadonlySet<string>)
     lastDurationMs: num(r['lastDurationMs']),
     nextDueAt: text(r['nextDueAt']),
   }));
-}
-
-/** The number of scheduled fires without a success after which a job is degraded (SPEC 5). */
-const FIRES_WITHOUT_SUCCESS = 3;
-
-/**
- * When a success is due at the latest: the {@link FIRES_WITHOUT_SUCCESS}th scheduled fire after
- * the baseline (the last success, or the job's registration, resume or schedule change), plus
- * the last run's duration and {@link NO_SUCCESS_SLACK_MS}. Counted on the job's real schedule,
- * so `0 0 9-17 * * MON-FRI` is not due at night; for fixedRate and fixedDelay, three periods.
- * Epoch ms, or null when the schedule is unknown or never fires that often again.
- */
-export function successDeadline(stats: Record<string, string>): number | null {
-  const baseline = Math.max(time(stats['lastSuccessAt']) ?? -Infinity, time(stats['createdAt']) ?? -Infinity, time(stats['resumedAt']) ?? -Infinity);
-  if (!Number.isFinite(baseline)) return null;
-  let due: number | null;
-  if (stats['scheduleKind'] === 'cron') {
-    const next = cronNext(stats['schedule'], stats['zone']);
-    due = next ? baseline : null;
-    for (let i = 0; i < FIRES_WITHOUT_SUCCESS && due !== null && next; i++) due = next(due);
-  } else {
-    const interval = num(stats['intervalMs']);
-    due = interval !== null && interval > 0 ? baseline + FIRES_WITHOUT_SUCCESS * interval : null;
-  }
-  return due === null ? null : due + (num(stats['lastDurationMs']) ?? 0) + NO_SUCCESS_SLACK_MS;
-}
-
-/** The next fire of a stored cron schedule, or undefined when it does not parse. */
-function cronNext(expression: string | undefined, zone: string | undefined): ((after: number) => number | null) | undefined {
-  if (!expression) return undefined;
-  try {
-    return cronTrigger(expression, zone || 'UTC').next;
-  } catch {
-    return undefined; // not a schedule leasehold wrote: no deadline from it
-  }
-}
-
-/** Why a job is degraded, from its stats; see SPEC 5 (failing streak, no success for 3 scheduled fires). */
-export function degradedReasons(stats: Record<string, string>, ctx: ModelContext): string[] {
-  const reasons: string[] = [];
-  const streak = count(stats['streak']);
-  if (streak >= ctx.failingStreak) reasons.push(`failing streak: the last ${streak} runs were unsuccessful (threshold ${ctx.failingStreak})`);
-  const deadline = successDeadline(stats);
-  if (deadline !== null && ctx.nowMs > deadline) {
-    const baseline = Math.max(time(stats['lastSuccessAt']) ?? -Infinity, time(stats['createdAt']) ?? -Infinity, time(stats['resumedAt']) ?? -Infinity);
-    const since = duration(ctx.nowMs - baseline);
-    const what = stats['lastSuccessAt'] ? 'no successful run' : 'never a successful run';
-    const interval = num(stats['intervalMs']);
-    reasons.push(stats['scheduleKind'] === 'cron' || interval === null
-      ? `${what} for ${since}: ${FIRES_WITHOUT_SUCCESS} scheduled fires have passed without one`
-      : `${what} for ${since}, more than ${FIRES_WITHOUT_SUCCESS} intervals of ${duration(interval)}`);
-  }
-  return reasons;
 }
 
 /** Builds one job's status. */

@@ -1,0 +1,72 @@
+/**
+ * When a job is degraded for want of a success (SPEC 5): a failing streak, or three scheduled
+ * fires passed since its last success, counted on its real schedule. Pure: the stats hash in.
+ * @module
+ */
+import { cronTrigger } from '../schedule/trigger.js';
+import { count, duration, num, time } from './fields.js';
+
+/** Slack added to the third fire without a success, besides the last run's duration, in ms. */
+export const NO_SUCCESS_SLACK_MS = 2_000;
+
+/** How to judge a job's health. */
+export interface HealthContext {
+  /** Redis time, epoch ms. */
+  readonly nowMs: number;
+  /** Streak length from which a job is degraded. */
+  readonly failingStreak: number;
+}
+
+/** The number of scheduled fires without a success after which a job is degraded (SPEC 5). */
+const FIRES_WITHOUT_SUCCESS = 3;
+
+/**
+ * When a success is due at the latest: the {@link FIRES_WITHOUT_SUCCESS}th scheduled fire after
+ * the baseline (the last success, or the job's registration, resume or schedule change), plus
+ * the last run's duration and {@link NO_SUCCESS_SLACK_MS}. Counted on the job's real schedule,
+ * so `0 0 9-17 * * MON-FRI` is not due at night; for fixedRate and fixedDelay, three periods.
+ * Epoch ms, or null when the schedule is unknown or never fires that often again.
+ */
+export function successDeadline(stats: Record<string, string>): number | null {
+  const baseline = Math.max(time(stats['lastSuccessAt']) ?? -Infinity, time(stats['createdAt']) ?? -Infinity, time(stats['resumedAt']) ?? -Infinity);
+  if (!Number.isFinite(baseline)) return null;
+  let due: number | null;
+  if (stats['scheduleKind'] === 'cron') {
+    const next = cronNext(stats['schedule'], stats['zone']);
+    due = next ? baseline : null;
+    for (let i = 0; i < FIRES_WITHOUT_SUCCESS && due !== null && next; i++) due = next(due);
+  } else {
+    const interval = num(stats['intervalMs']);
+    due = interval !== null && interval > 0 ? baseline + FIRES_WITHOUT_SUCCESS * interval : null;
+  }
+  return due === null ? null : due + (num(stats['lastDurationMs']) ?? 0) + NO_SUCCESS_SLACK_MS;
+}
+
+/** The next fire of a stored cron schedule, or undefined when it does not parse. */
+function cronNext(expression: string | undefined, zone: string | undefined): ((after: number) => number | null) | undefined {
+  if (!expression) return undefined;
+  try {
+    return cronTrigger(expression, zone || 'UTC').next;
+  } catch {
+    return undefined; // not a schedule leasehold wrote: no deadline from it
+  }
+}
+
+/** Why a job is degraded, from its stats; see SPEC 5 (failing streak, no success for 3 scheduled fires). */
+export function degradedReasons(stats: Record<string, string>, ctx: HealthContext): string[] {
+  const reasons: string[] = [];
+  const streak = count(stats['streak']);
+  if (streak >= ctx.failingStreak) reasons.push(`failing streak: the last ${streak} runs were unsuccessful (threshold ${ctx.failingStreak})`);
+  const deadline = successDeadline(stats);
+  if (deadline !== null && ctx.nowMs > deadline) {
+    const baseline = Math.max(time(stats['lastSuccessAt']) ?? -Infinity, time(stats['createdAt']) ?? -Infinity, time(stats['resumedAt']) ?? -Infinity);
+    const since = duration(ctx.nowMs - baseline);
+    const what = stats['lastSuccessAt'] ? 'no successful run' : 'never a successful run';
+    const interval = num(stats['intervalMs']);
+    reasons.push(stats['scheduleKind'] === 'cron' || interval === null
+      ? `${what} for ${since}: ${FIRES_WITHOUT_SUCCESS} scheduled fires have passed without one`
+      : `${what} for ${since}, more than ${FIRES_WITHOUT_SUCCESS} intervals of ${duration(interval)}`);
+  }
+  return reasons;
+}
+
