@@ -7,7 +7,8 @@ import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
 import { createLogger, logFormat } from '../log/logger.js';
 import { normalizeJobs, type JobDefinition } from '../schedule/job.js';
 import { createRunner } from '../create.js';
-import { CONFIG, readConfig } from './config.js';
+import { CONFIG, helpOption, readConfig } from './config.js';
+import type { CommandHelp } from './help.js';
 import { loadJobsModule } from './load.js';
 import { startPrivateRedis, type PrivateRedis } from './private-redis.js';
 import { startHttpServer } from '../http/server.js';
@@ -16,6 +17,20 @@ import { every, systemClock } from '../clock.js';
 
 /** How often a node checks that the process that started it is still there, ms. */
 const PARENT_CHECK_MS = 1_000;
+
+/** `leasehold start --help`: every flag and variable of {@link CONFIG}, as the parser reads them. */
+export function startHelp(): CommandHelp {
+  return {
+    usage: ['leasehold start --jobs <module> [options]'],
+    summary:
+      'Runs a node with the jobs of a module until SIGTERM or SIGINT: instance jobs on this node, installation jobs once per tick for every node that shares the Redis, and the status API over HTTP.',
+    options: CONFIG.filter((e) => e.flag !== undefined).map((e) => helpOption(e)),
+    environment: CONFIG.filter((e) => e.flag === undefined).map((e) => helpOption(e)),
+    notes: [
+      'On SIGTERM or SIGINT the node stops its timer, waits the shutdown grace for runs in progress, aborts the rest, and exits 0. It exits non-zero when it cannot start: 2 for a bad flag or variable.',
+    ],
+  };
+}
 
 function parseFlags(args: string[]): Record<string, string | boolean | undefined> {
   const options: Record<string, { type: 'string' | 'boolean' }> = {};
