@@ -3,9 +3,9 @@
  * @module
  */
 import { parseArgs } from 'node:util';
-import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
+import { ErrorCodes, LeaseholdError, errorMessage, isLeaseholdError } from '../errors.js';
 import { createLogger, logFormat } from '../log/logger.js';
-import { normalizeJobs, type JobDefinition } from '../schedule/job.js';
+import { checkJobs, normalizeJobs, type JobDefinition } from '../schedule/job.js';
 import { createRunner } from '../create.js';
 import { CONFIG, helpOption, readConfig } from './config.js';
 import type { CommandHelp } from './help.js';
@@ -44,13 +44,27 @@ function parseFlags(args: string[]): Record<string, string | boolean | undefined
   }
 }
 
+/**
+ * Every check (including duplicate ids) before anything starts. Like `check`, names every
+ * invalid job, one a line; the error has the code of the first (which sets the exit status).
+ */
+function checkAllJobs(jobs: unknown[]): void {
+  try {
+    normalizeJobs(jobs);
+  } catch (first) {
+    if (!isLeaseholdError(first)) throw first;
+    const all = checkJobs(jobs);
+    throw new LeaseholdError(first.code, all.length > 1 ? all.join('\nleasehold: ') : first.message, { cause: first });
+  }
+}
+
 /** Runs a node; resolves to the exit code once it has stopped. */
 export async function runStart(args: string[]): Promise<number> {
   const config = readConfig(parseFlags(args), process.env);
   if (!config.jobs) throw new LeaseholdError(ErrorCodes.invalidConfig, 'start: --jobs <module> is required');
   const logger = createLogger({ level: config.logLevel, format: logFormat(config.logFormat, process.stdout.isTTY === true) });
   const jobs = await loadJobsModule(config.jobs);
-  normalizeJobs(jobs); // every check (including duplicate ids) before anything starts
+  checkAllJobs(jobs);
   let privateRedis: PrivateRedis | undefined;
   if (config.privateRedis && !config.redisUrl && !config.redisClusterNodes && !config.redisSentinels) {
     privateRedis = await startPrivateRedis();
