@@ -79,36 +79,70 @@ function asksForHelp(args: string[]): boolean {
   return (end === -1 ? args : args.slice(0, end)).some((a) => a === '--help' || a === '-h');
 }
 
-/** Runs the CLI with `argv` (without node and the script); resolves to the exit code. */
+/** Write errors that mean the reader went away (`leasehold next ... | head -1`). */
+const READER_GONE = new Set(['EPIPE', 'ERR_STREAM_DESTROYED']);
+
+/**
+ * Writes `text` and resolves once the stream has handed it to the system (a pipe takes it in
+ * parts as its reader reads), so that exiting after it cannot cut the output. When the reader
+ * has gone away there is nothing more to print, as with any Unix tool; another write error
+ * rejects.
+ */
+export function writeOut(stream: NodeJS.WritableStream, text: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (text === '') {
+      resolve();
+      return;
+    }
+    const failed = (err: NodeJS.ErrnoException): void => {
+      if (err.code !== undefined && READER_GONE.has(err.code)) resolve();
+      else reject(err);
+    };
+    // The stream emits a failed write as an `error` event too, after the callback.
+    stream.once('error', failed);
+    stream.write(text, (err) => {
+      if (err) {
+        failed(err);
+        return;
+      }
+      stream.off('error', failed);
+      resolve();
+    });
+  });
+}
+
+/**
+ * Runs the CLI with `argv` (without node and the script); resolves to the exit code once what
+ * it printed is written, so the caller may exit at once.
+ */
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   try {
     if (command === undefined || command === '-h' || command === '--help' || command === 'help') {
       const topic = command === 'help' ? COMMANDS.get(rest[0] ?? '') : undefined;
-      process.stdout.write(topic ? renderHelp(await topic.help()) : usage());
+      await writeOut(process.stdout, topic ? renderHelp(await topic.help()) : usage());
       return command === undefined ? 2 : 0;
     }
     if (command === '-v' || command === '--version') {
-      process.stdout.write(`${packageVersion()}\n`);
+      await writeOut(process.stdout, `${packageVersion()}\n`);
       return 0;
     }
     const cmd = COMMANDS.get(command);
     if (cmd === undefined) {
-      process.stderr.write(`leasehold: unknown command ${JSON.stringify(command)}\n${usage()}`);
+      await writeOut(process.stderr, `leasehold: unknown command ${JSON.stringify(command)}\n${usage()}`);
       return 2;
     }
     if (asksForHelp(rest)) {
-      process.stdout.write(renderHelp(await cmd.help()));
+      await writeOut(process.stdout, renderHelp(await cmd.help()));
       return 0;
     }
     const result = await cmd.run(rest);
     if (typeof result === 'number') return result;
-    process.stdout.write(result.stdout);
-    process.stderr.write(result.stderr);
+    await Promise.all([writeOut(process.stdout, result.stdout), writeOut(process.stderr, result.stderr)]);
     return result.code;
   } catch (err) {
     const msg = errorMessage(err);
-    process.stderr.write(`leasehold: ${msg}\n`);
+    await writeOut(process.stderr, `leasehold: ${msg}\n`);
     return isLeaseholdError(err) && (err.code === ErrorCodes.invalidConfig || err.code === ErrorCodes.invalidCron || err.code === ErrorCodes.invalidZone) ? 2 : 1;
   }
 }
