@@ -1,6 +1,11 @@
 #!/usr/bin/env node
 // The leasehold command. The compiled code lives in dist/ (built by `npm ci` / `npm run build`).
+import * as leasehold from '../dist/index.js';
 import { main, writeOut } from '../dist/cli/main.js';
+
+// A jobs module that require()s leasehold (a .ts one in a project without "type": "module" is
+// compiled to CommonJS) gets this instance, the one the command runs (see dist/require.cjs).
+globalThis[Symbol.for('leasehold.api')] = leasehold;
 
 const command = process.argv[2];
 main(process.argv.slice(2))

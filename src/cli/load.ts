@@ -37,12 +37,8 @@ export async function loadJobsModule(path: string): Promise<unknown[]> {
   if (!existsSync(file)) throw new LeaseholdError(ErrorCodes.invalidModule, `jobs module ${path}: no such file`);
   let mod: { default?: unknown };
   try {
-    if (TS_EXTENSIONS.has(extname(file))) {
-      const { tsImport } = await import('tsx/esm/api');
-      mod = (await tsImport(pathToFileURL(file).href, import.meta.url)) as { default?: unknown };
-    } else {
-      mod = (await import(pathToFileURL(file).href)) as { default?: unknown };
-    }
+    if (TS_EXTENSIONS.has(extname(file))) await registerTypeScript();
+    mod = (await import(pathToFileURL(file).href)) as { default?: unknown };
   } catch (err) {
     const where = await locate(err, file);
     const thrownAt = where ? undefined : throwingFrame(err);
@@ -58,6 +54,23 @@ export async function loadJobsModule(path: string): Promise<unknown[]> {
     throw new LeaseholdError(ErrorCodes.invalidModule, `jobs module ${path}: its default export must be an array of jobs, got ${exported === undefined ? 'nothing' : typeof exported}`);
   }
   return exported;
+}
+
+let typeScriptRegistered = false;
+
+/**
+ * Lets this process load TypeScript, for `import` and `require()` alike (tsx's hooks, for the
+ * whole process: the jobs module is its reason to be). A `.ts` file in a project without
+ * `"type": "module"` is compiled to CommonJS, so its `import ... from 'leasehold'` is a
+ * `require()`: it gets the instance this process runs (see `src/require.cts`), and a package
+ * that leasehold has loaded already (ioredis) is not evaluated a second time.
+ */
+async function registerTypeScript(): Promise<void> {
+  if (typeScriptRegistered) return;
+  const [esm, cjs] = await Promise.all([import('tsx/esm/api'), import('tsx/cjs/api')]);
+  esm.register();
+  cjs.register();
+  typeScriptRegistered = true;
 }
 
 /**
