@@ -13,7 +13,7 @@ import { checkInstanceId, checkPrefix, checkRedisSource } from './config.js';
 import type { Clock } from './clock.js';
 import type { Logger } from './logger.js';
 import { parseDuration, type Duration } from './schedule/duration.js';
-import type { JobDefinition } from './schedule/job.js';
+import type { JobDefinition, JobDefinitionLike } from './schedule/job.js';
 import { RunnerCore, jobInfo, type JobInfo } from './runner/runner.js';
 import type { Listener, RunnerEvents } from './runner/events.js';
 import { createRedis, whenReady, type RedisClient } from './redis/connection.js';
@@ -103,8 +103,16 @@ export interface MetricsRegistry {
 export interface Runner {
   /** This node's id. */
   readonly instanceId: string;
-  /** Adds a job; throws a LeaseholdError naming the job and the field when it is wrong. */
+  /**
+   * Adds a job (from `defineJob`, a `satisfies JobDefinition` list, or an object literal).
+   * Throws a LeaseholdError naming the job and the field when it is wrong.
+   */
   add(job: JobDefinition): JobInfo;
+  /**
+   * Adds a job declared as a plain object before it is added, whose `scope` TypeScript has
+   * widened to `string`; the scope is checked here, as every field is.
+   */
+  add<S extends string>(job: JobDefinitionLike<S>): JobInfo;
   /** Starts the timer (and connects to Redis when configured). */
   start(): Promise<void>;
   /** Stops: no new run, a grace for runs in progress, then abort; releases everything. */
@@ -263,7 +271,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
   }
   return {
     instanceId,
-    add: (job) => {
+    add: (job: JobDefinition | JobDefinitionLike<string>) => {
       const view = core.add(job);
       metrics.addJob(view.job.id, view.job.scope);
       return jobInfo(view);

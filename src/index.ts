@@ -31,7 +31,7 @@
 export { LeaseholdError, ErrorCodes, AbortReasonCodes, isLeaseholdError, type ErrorCode, type AbortReasonCode } from './errors.js';
 
 // Defining jobs
-export { defineJob, fromEnv, JobScopes, type JobDefinition, type JobContext, type JobHandler, type JobScope, type EnvSetting } from './schedule/job.js';
+export { defineJob, fromEnv, JobScopes, type JobDefinition, type JobDefinitionLike, type JobContext, type JobHandler, type JobScope, type EnvSetting } from './schedule/job.js';
 export { parseDuration, type Duration } from './schedule/duration.js';
 export type { RetryOptions } from './schedule/retry.js';
 export { parseCron, type CronSchedule, type ParseCronOptions } from './cron/index.js';

@@ -51,6 +51,6 @@ test('leasehold start on a terminal prints readable lines that say where the sta
   const plain = out.replace(/\u001b\[[0-9;]*m/g, '');
   const line = plain.split('\n').find((l) => l.includes('status: '));
   assert.ok(line, plain);
-  assert.match(line, /INFO.*status: http:\/\/localhost:\d+\/manage\/jobs · metrics: http:\/\/localhost:\d+\/metrics · Redis: redis:\/\/127\.0\.0\.1:\d+/);
+  assert.match(line, /INFO.*status: http:\/\/localhost:\d+\/manage\/jobs · page: http:\/\/localhost:\d+\/manage\/ui · metrics: http:\/\/localhost:\d+\/metrics · Redis: redis:\/\/127\.0\.0\.1:\d+/);
   assert.ok(!plain.split('\n').some((l) => l.trim().startsWith('{"level"')), 'no JSON lines on a terminal');
 });

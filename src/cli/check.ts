@@ -5,6 +5,16 @@
 import { checkJobs } from '../schedule/job.js';
 import { loadJobsModule } from './load.js';
 import type { CommandResult } from './main.js';
+import type { CommandHelp } from './help.js';
+
+/** `leasehold check --help`. */
+export const CHECK_HELP: CommandHelp = {
+  usage: ['leasehold check <jobs-module>'],
+  summary:
+    'Loads a jobs module (`.js`, `.mjs` or `.ts`; its default export is an array of jobs) and runs on every job the checks a node runs when it registers them, for CI. Prints one line per problem.',
+  options: [],
+  notes: ['Exit status: 0 when every job is valid; 1 when a job is invalid or the module does not load; 2 for bad usage.'],
+};
 
 /** Loads the module and checks every job; exit 0 when all are valid. */
 export async function runCheck(args: string[]): Promise<CommandResult> {

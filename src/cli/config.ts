@@ -8,6 +8,7 @@ import { checkInstanceId, checkPrefix, checkRedisSource, type RedisSourceNames }
 import { ADMIN_TOKEN_PATTERN } from '../http/auth.js';
 import { DEFAULT_PREFIX } from '../redis/keys.js';
 import { parseDuration } from '../schedule/duration.js';
+import type { HelpOption } from './help.js';
 
 /** One configuration setting. */
 export interface ConfigEntry {
@@ -17,6 +18,8 @@ export interface ConfigEntry {
   readonly boolean?: boolean;
   /** Command-line flag, if any (secrets have none: a flag shows in `ps`). */
   readonly flag: string | undefined;
+  /** What the flag's value is, as the help shows it: `--port <port>`. */
+  readonly value?: string;
   /** Environment variable, if any. */
   readonly env: string | undefined;
   /** Default, as documented. */
@@ -49,30 +52,41 @@ export interface NodeConfig {
 
 /** Every setting of `leasehold start`. The README's configuration table is checked against this. */
 export const CONFIG: readonly ConfigEntry[] = [
-  { key: 'jobs', flag: '--jobs', env: undefined, default: '(required)', description: 'Module (`.js`, `.mjs`, `.ts`) whose default export is an array of jobs.' },
-  { key: 'redisUrl', flag: '--redis-url', env: 'REDIS_URL', default: '(none)', description: '`redis://` or `rediss://` URL, with user, password and db. Without any Redis setting, installation jobs run on this node alone and nothing is shared.' },
-  { key: 'redisClusterNodes', flag: '--redis-cluster-nodes', env: 'REDIS_CLUSTER_NODES', default: '(none)', description: 'Redis Cluster seed nodes, `host:port,host:port`; an entry may be a `redis://` or `rediss://` URL whose user, password and TLS apply to every node.' },
-  { key: 'redisSentinels', flag: '--redis-sentinels', env: 'REDIS_SENTINELS', default: '(none)', description: 'Sentinels, `host:port,host:port`; needs `REDIS_SENTINEL_NAME`. An entry may be a `redis://` or `rediss://` URL whose user, password and TLS apply to the master and replicas (the Sentinels are reached without a password).' },
-  { key: 'redisSentinelName', flag: '--redis-sentinel-name', env: 'REDIS_SENTINEL_NAME', default: '(none)', description: 'Name of the master the Sentinels watch.' },
-  { key: 'prefix', flag: '--prefix', env: 'LEASEHOLD_PREFIX', default: DEFAULT_PREFIX, description: 'Prefix of every Redis key.' },
-  { key: 'port', flag: '--port', env: 'PORT', default: '3000', description: 'HTTP port of the status API; `0` picks a free port (the node logs it).' },
-  { key: 'host', flag: '--host', env: 'HOST', default: '0.0.0.0', description: 'Address the HTTP server listens on.' },
-  { key: 'instanceId', flag: '--instance-id', env: 'LEASEHOLD_INSTANCE_ID', default: '<host>-<pid>', description: 'This node\'s id in the status and in lease values.' },
+  { key: 'jobs', flag: '--jobs', value: 'module', env: undefined, default: '(required)', description: 'Module (`.js`, `.mjs`, `.ts`) whose default export is an array of jobs.' },
+  { key: 'redisUrl', flag: '--redis-url', value: 'url', env: 'REDIS_URL', default: '(none)', description: '`redis://` or `rediss://` URL, with user, password and db. Without any Redis setting, installation jobs run on this node alone and nothing is shared.' },
+  { key: 'redisClusterNodes', flag: '--redis-cluster-nodes', value: 'host:port,...', env: 'REDIS_CLUSTER_NODES', default: '(none)', description: 'Redis Cluster seed nodes, `host:port,host:port`; an entry may be a `redis://` or `rediss://` URL whose user, password and TLS apply to every node.' },
+  { key: 'redisSentinels', flag: '--redis-sentinels', value: 'host:port,...', env: 'REDIS_SENTINELS', default: '(none)', description: 'Sentinels, `host:port,host:port`; needs `REDIS_SENTINEL_NAME`. An entry may be a `redis://` or `rediss://` URL whose user, password and TLS apply to the master and replicas (the Sentinels are reached without a password).' },
+  { key: 'redisSentinelName', flag: '--redis-sentinel-name', value: 'name', env: 'REDIS_SENTINEL_NAME', default: '(none)', description: 'Name of the master the Sentinels watch.' },
+  { key: 'prefix', flag: '--prefix', value: 'prefix', env: 'LEASEHOLD_PREFIX', default: DEFAULT_PREFIX, description: 'Prefix of every Redis key.' },
+  { key: 'port', flag: '--port', value: 'port', env: 'PORT', default: '3000', description: 'HTTP port of the status API; `0` picks a free port (the node logs it).' },
+  { key: 'host', flag: '--host', value: 'address', env: 'HOST', default: '0.0.0.0', description: 'Address the HTTP server listens on.' },
+  { key: 'instanceId', flag: '--instance-id', value: 'id', env: 'LEASEHOLD_INSTANCE_ID', default: '<host>-<pid>', description: 'This node\'s id in the status and in lease values.' },
   { key: 'adminToken', flag: undefined, env: 'LEASEHOLD_ADMIN_TOKEN', default: '(none: admin routes refused)', description: 'Bearer token of the admin routes (`POST /manage/jobs/:id/run`, `/pause`, `/resume`).' },
   { key: 'readToken', flag: undefined, env: 'LEASEHOLD_READ_TOKEN', default: '(none: reads open)', description: 'Token of the reads: `GET /manage/*` (the status, the status page `/manage/ui` and its events) then need `Authorization: Bearer <token>` or the page\'s sign-in cookie. `/health/*` stays open.' },
   { key: 'metricsToken', flag: undefined, env: 'LEASEHOLD_METRICS_TOKEN', default: '(none: `/metrics` open)', description: 'Bearer token of `GET /metrics`, for Prometheus\'s `authorization` setting.' },
-  { key: 'recentRuns', flag: '--recent-runs', env: 'LEASEHOLD_RECENT_RUNS', default: '50', description: 'How many recent runs each job keeps in Redis (1 to 1000), shown by `GET /manage/jobs/:id`.' },
-  { key: 'handoffDelay', flag: '--handoff-delay', env: 'LEASEHOLD_HANDOFF_DELAY', default: '100ms', description: 'How long after an installation tick its backup node claims it when the first-ranked node has not (dead, stalled, or seeing other live nodes).' },
-  { key: 'shutdownGrace', flag: '--shutdown-grace', env: 'LEASEHOLD_SHUTDOWN_GRACE', default: '10s', description: 'How long shutdown waits for runs in progress before aborting them.' },
+  { key: 'recentRuns', flag: '--recent-runs', value: 'n', env: 'LEASEHOLD_RECENT_RUNS', default: '50', description: 'How many recent runs each job keeps in Redis (1 to 1000), shown by `GET /manage/jobs/:id`.' },
+  { key: 'handoffDelay', flag: '--handoff-delay', value: 'duration', env: 'LEASEHOLD_HANDOFF_DELAY', default: '100ms', description: 'How long after an installation tick its backup node claims it when the first-ranked node has not (dead, stalled, or seeing other live nodes).' },
+  { key: 'shutdownGrace', flag: '--shutdown-grace', value: 'duration', env: 'LEASEHOLD_SHUTDOWN_GRACE', default: '10s', description: 'How long shutdown waits for runs in progress before aborting them.' },
   { key: 'privateRedis', flag: '--private-redis', env: undefined, boolean: true, default: 'off', description: 'When no Redis is configured, start a private `redis-server` from the PATH on a free port (no persistence) and stop it when the node exits. `npm start` uses it.' },
-  { key: 'logLevel', flag: '--log-level', env: 'LOG_LEVEL', default: 'info', description: 'pino level: fatal, error, warn, info, debug, trace or silent.' },
-  { key: 'logFormat', flag: '--log-format', env: 'LOG_FORMAT', default: '`pretty` on a terminal, else `json`', description: '`json` (one JSON object a line, for log shippers) or `pretty` (readable lines for people).' },
+  { key: 'logLevel', flag: '--log-level', value: 'level', env: 'LOG_LEVEL', default: 'info', description: 'pino level: fatal, error, warn, info, debug, trace or silent.' },
+  { key: 'logFormat', flag: '--log-format', value: 'json|pretty', env: 'LOG_FORMAT', default: '`pretty` on a terminal, else `json`', description: '`json` (one JSON object a line, for log shippers) or `pretty` (readable lines for people).' },
 ];
 
 /** A setting's name in errors: its variable and flag, `LEASEHOLD_PREFIX/--prefix`. */
 export function settingName(key: keyof NodeConfig): string {
   const e = CONFIG.find((c) => c.key === key);
   return [e?.env, e?.flag].filter(Boolean).join('/');
+}
+
+/** A setting as `--help` shows it: its flag with its value, its variable, its default. */
+export function helpOption(e: ConfigEntry, description: string = e.description): HelpOption {
+  const flag = e.flag === undefined ? undefined : e.value === undefined ? e.flag : `${e.flag} <${e.value}>`;
+  return e.default === '(required)' ? { flag, env: e.env, description: `${description} Required.` } : { flag, env: e.env, default: e.default, description };
+}
+
+/** The setting whose flag is `flag` (`--prefix`), for the commands that share some of them. */
+export function settingByFlag(flag: string): ConfigEntry | undefined {
+  return CONFIG.find((e) => e.flag === flag);
 }
 
 /** The Redis settings by the names `leasehold start` and `leasehold status` show in errors: the variables. */

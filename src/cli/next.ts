@@ -9,6 +9,7 @@ import { parseCron } from '../cron/index.js';
 import { type ResolvedZone, formatInZone, resolveZone, utcMs, zonedToInstant } from '../cron/zone.js';
 import { isLeaseholdError, errorMessage } from '../errors.js';
 import { systemClock, type Clock } from '../clock.js';
+import type { CommandHelp } from './help.js';
 
 /** What the command prints and its exit status. */
 export interface CommandResult {
@@ -17,9 +18,21 @@ export interface CommandResult {
   readonly stderr: string;
 }
 
-const USAGE = 'usage: leasehold next "<expr>" [--zone Z] [--from ISO] [-n N]';
 const DEFAULT_COUNT = 5;
 const MAX_COUNT = 10_000;
+const USAGE = 'usage: leasehold next "<expr>" [--zone Z] [--from ISO] [-n N]';
+
+/** `leasehold next --help`. */
+export const NEXT_HELP: CommandHelp = {
+  usage: ['leasehold next "<cron>" [--zone <zone>] [--from <iso>] [-n <count>]'],
+  summary: 'Prints the next fire times of a cron expression (six fields, seconds first: sec min hour day-of-month month day-of-week), one ISO-8601 timestamp with the zone\'s offset a line.',
+  options: [
+    { flag: '--zone <zone>', default: 'UTC', description: 'The zone the expression is read in and the times are printed in: an IANA id (`Europe/Berlin`), a fixed offset (`+02:00`) or `UTC`.' },
+    { flag: '--from <iso>', default: 'now', description: 'Print the fire times after this ISO-8601 date-time; without an offset it is a local time in the zone.' },
+    { flag: '-n, --count <count>', default: String(DEFAULT_COUNT), description: `How many fire times to print, 1 to ${MAX_COUNT}.` },
+  ],
+  notes: ['Exit status: 0 with the fire times; 2 with one line naming what is wrong (the field of the expression, the zone, --from or -n).'],
+};
 
 /** `2026-03-08`, `2026-03-08T01:30`, `2026-03-08T01:30:00.5`, each with an optional `Z` or `±HH:MM`. */
 const ISO = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?(?:([Zz])|([+-])(\d{2}):?(\d{2}))?$/;

@@ -3,11 +3,12 @@
  * @module
  */
 import { parseArgs } from 'node:util';
-import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
+import { ErrorCodes, LeaseholdError, errorMessage, isLeaseholdError } from '../errors.js';
 import { createLogger, logFormat } from '../log/logger.js';
-import { normalizeJobs, type JobDefinition } from '../schedule/job.js';
+import { checkJobs, normalizeJobs, type JobDefinition } from '../schedule/job.js';
 import { createRunner } from '../create.js';
-import { CONFIG, readConfig } from './config.js';
+import { CONFIG, helpOption, readConfig } from './config.js';
+import type { CommandHelp } from './help.js';
 import { loadJobsModule } from './load.js';
 import { startPrivateRedis, type PrivateRedis } from './private-redis.js';
 import { startHttpServer } from '../http/server.js';
@@ -16,6 +17,20 @@ import { every, systemClock } from '../clock.js';
 
 /** How often a node checks that the process that started it is still there, ms. */
 const PARENT_CHECK_MS = 1_000;
+
+/** `leasehold start --help`: every flag and variable of {@link CONFIG}, as the parser reads them. */
+export function startHelp(): CommandHelp {
+  return {
+    usage: ['leasehold start --jobs <module> [options]'],
+    summary:
+      'Runs a node with the jobs of a module until SIGTERM or SIGINT: instance jobs on this node, installation jobs once per tick for every node that shares the Redis, and the status API over HTTP.',
+    options: CONFIG.filter((e) => e.flag !== undefined).map((e) => helpOption(e)),
+    environment: CONFIG.filter((e) => e.flag === undefined).map((e) => helpOption(e)),
+    notes: [
+      'On SIGTERM or SIGINT the node stops its timer, waits the shutdown grace for runs in progress, aborts the rest, and exits 0. It exits non-zero when it cannot start: 2 for a bad flag or variable.',
+    ],
+  };
+}
 
 function parseFlags(args: string[]): Record<string, string | boolean | undefined> {
   const options: Record<string, { type: 'string' | 'boolean' }> = {};
@@ -29,13 +44,27 @@ function parseFlags(args: string[]): Record<string, string | boolean | undefined
   }
 }
 
+/**
+ * Every check (including duplicate ids) before anything starts. Like `check`, names every
+ * invalid job, one a line; the error has the code of the first (which sets the exit status).
+ */
+function checkAllJobs(jobs: unknown[]): void {
+  try {
+    normalizeJobs(jobs);
+  } catch (first) {
+    if (!isLeaseholdError(first)) throw first;
+    const all = checkJobs(jobs);
+    throw new LeaseholdError(first.code, all.length > 1 ? all.join('\nleasehold: ') : first.message, { cause: first });
+  }
+}
+
 /** Runs a node; resolves to the exit code once it has stopped. */
 export async function runStart(args: string[]): Promise<number> {
   const config = readConfig(parseFlags(args), process.env);
   if (!config.jobs) throw new LeaseholdError(ErrorCodes.invalidConfig, 'start: --jobs <module> is required');
   const logger = createLogger({ level: config.logLevel, format: logFormat(config.logFormat, process.stdout.isTTY === true) });
   const jobs = await loadJobsModule(config.jobs);
-  normalizeJobs(jobs); // every check (including duplicate ids) before anything starts
+  checkAllJobs(jobs);
   let privateRedis: PrivateRedis | undefined;
   if (config.privateRedis && !config.redisUrl && !config.redisClusterNodes && !config.redisSentinels) {
     privateRedis = await startPrivateRedis();

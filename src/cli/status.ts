@@ -12,7 +12,8 @@ import type { ClusterStatus, JobStatus } from '../status/model.js';
 import type { CommandResult } from './main.js';
 import { ErrorCodes, errorMessage, isLeaseholdError } from '../errors.js';
 import { checkPrefix, checkRedisSource } from '../config.js';
-import { REDIS_SETTINGS, settingName } from './config.js';
+import { REDIS_SETTINGS, helpOption, settingByFlag, settingName } from './config.js';
+import { renderHelp, type CommandHelp, type HelpOption } from './help.js';
 
 const USAGE =
   'usage: leasehold status [--json] [--redis-url URL | --redis-cluster-nodes H:P,... | --redis-sentinels H:P,... --redis-sentinel-name N] [--prefix P]\n' +
@@ -72,6 +73,28 @@ export const REDIS_FLAGS = {
   'redis-sentinel-name': { type: 'string' },
   prefix: { type: 'string' },
 } as const;
+
+/**
+ * The {@link REDIS_FLAGS} as `--help` shows them, each with its variable and the first
+ * sentence of its description in the configuration table.
+ */
+export function redisFlagsHelp(): HelpOption[] {
+  return Object.keys(REDIS_FLAGS).map((name) => {
+    const e = settingByFlag(`--${name}`);
+    return e === undefined ? { flag: `--${name} <value>`, description: '' } : helpOption(e, e.description.split(/(?<=\.)\s/)[0] ?? e.description);
+  });
+}
+
+/** `leasehold status --help`. */
+export function statusHelp(): CommandHelp {
+  return {
+    usage: ['leasehold status [--json] [--redis-url <url> | --redis-cluster-nodes <host:port,...> | --redis-sentinels <host:port,...> --redis-sentinel-name <name>] [--prefix <prefix>]'],
+    summary:
+      "Prints the cluster's job status straight from Redis: every job with its state, counters, last outcome and next due, then the live instances. Needs REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS (or its flag).",
+    options: [{ flag: '--json', description: 'Print exactly the JSON that `GET /manage/jobs` returns.' }, ...redisFlagsHelp()],
+    notes: ['Exit status: 0 when read; 1 when Redis is unreachable; 2 for bad usage.'],
+  };
+}
 
 /** Parsed values of {@link REDIS_FLAGS}. */
 export type RedisFlagValues = { [K in keyof typeof REDIS_FLAGS]?: string };
@@ -133,7 +156,7 @@ export async function runStatus(args: string[], env: NodeJS.ProcessEnv = process
   } catch (err) {
     return { code: 2, stdout: '', stderr: `leasehold status: ${(err as Error).message.split('\n')[0]}\n${USAGE}` };
   }
-  if (values.help) return { code: 0, stdout: USAGE, stderr: '' };
+  if (values.help) return { code: 0, stdout: renderHelp(statusHelp()), stderr: '' };
   const c = commandRedis('status', USAGE, values, env);
   if (!('redis' in c)) return c;
   try {

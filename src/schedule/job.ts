@@ -80,6 +80,17 @@ export interface JobDefinition {
   readonly run: JobHandler;
 }
 
+/**
+ * A job as `runner.add` also accepts it: a plain object declared before it is added, whose
+ * `scope` TypeScript has widened to `string` (as in `const job = { scope: 'installation', ... }`);
+ * the scope is checked when the job is added. A literal scope must still be a {@link JobScope}.
+ * @typeParam S - The type of the object's `scope`, inferred.
+ */
+export type JobDefinitionLike<S extends string = JobScope> = Omit<JobDefinition, 'scope'> & {
+  /** `instance` (default) or `installation`. */
+  readonly scope?: string extends S ? string : S extends JobScope ? S : JobScope;
+};
+
 /** A job's schedule as declared, before settings overrides. */
 export type ScheduleDeclaration =
   | { readonly kind: 'cron'; readonly value: string | EnvSetting; readonly zone: string | EnvSetting | undefined }
