@@ -19,9 +19,10 @@ export const LAYERS = {
   metrics: { may: ['runner'], noPackages: ['ioredis', 'fastify', 'pino'] },
   log: { may: ['runner', 'schedule'], noPackages: ['ioredis', 'fastify', 'prom-client'] },
   http: { may: ['status', 'schedule'], noPackages: ['ioredis', 'prom-client'] },
-  create: { may: ['runner', 'lease', 'redis', 'status', 'metrics', 'log', 'http', 'schedule', 'cron'], noPackages: [] },
+  tasks: { may: ['runner', 'redis', 'schedule'], noPackages: ['fastify', 'pino', 'prom-client'] },
+  create: { may: ['runner', 'lease', 'redis', 'status', 'metrics', 'log', 'http', 'tasks', 'schedule', 'cron'], noPackages: [] },
   cli: { may: ['create', 'status', 'redis', 'http', 'log', 'schedule', 'cron'], noPackages: [] },
-  index: { may: ['create', 'runner', 'lease', 'status', 'schedule', 'cron', 'metrics', 'log', 'http', 'redis'], noPackages: [] },
+  index: { may: ['create', 'runner', 'lease', 'status', 'schedule', 'cron', 'metrics', 'log', 'http', 'redis', 'tasks'], noPackages: [] },
 };
 
 /** Modules the runner may reach in `lease/`: the port and the local stand-in, not the Redis side. */

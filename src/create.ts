@@ -29,6 +29,9 @@ import { leaseholdRoutes, type MetricsSource } from './http/plugin.js';
 import { localRoutes } from './http/local.js';
 import { checkToken } from './http/auth.js';
 import { StatusEvents } from './http/events.js';
+import { Tasks, resolveExecutors, type ExecutorConfig, type ExecutorStats, type SubmitOptions, type TaskDefinition, type TaskHandle } from './tasks/index.js';
+import { queueExecutor } from './tasks/queue.js';
+import { withThread } from './tasks/jobs.js';
 
 /** Options of {@link createRunner}. */
 export interface RunnerOptions {
@@ -86,6 +89,12 @@ export interface RunnerOptions {
    * has not (dead, stalled, or not seeing the same live nodes). Default `100ms`.
    */
   readonly handoffDelay?: Duration;
+  /**
+   * The executors of background tasks, by name: `{ reports: { kind: 'worker', concurrency: 2 } }`.
+   * An executor used but not configured is a `loop` with the defaults; the environment
+   * (`LEASEHOLD_EXECUTOR_<NAME>_CONCURRENCY`, ...) overrides what is given here.
+   */
+  readonly executors?: Readonly<Record<string, ExecutorConfig>>;
 }
 
 /**
@@ -144,6 +153,23 @@ export interface Runner {
   readonly metrics: MetricsRegistry;
   /** The cluster's status, read from Redis (what `GET /manage/jobs` returns). */
   status(): Promise<ClusterStatus>;
+  /**
+   * Registers a background task on this node: it can be submitted by id, and this node runs it
+   * when it comes off its queue executor's queue. Throws a LeaseholdError naming the task and
+   * the field when it is wrong.
+   */
+  addTask<P, R>(task: TaskDefinition<P, R>): void;
+  /**
+   * Submits a task (its definition, or the id of one registered here) with its payload. Resolves
+   * once the task is accepted (queued in memory, or persisted for a queue executor) with a
+   * handle whose `result()` is the task's result; rejects with `queueFull`, `shutdown`,
+   * `invalidTask` (a bad option, or a payload a worker thread or queue cannot take).
+   */
+  submit<P, R>(task: TaskDefinition<P, R> | string, payload: P, options?: SubmitOptions): Promise<TaskHandle<R>>;
+  /** Cancels a task waiting or running on this node (outcome `cancelled`); false when none has the id. */
+  cancelTask(taskId: string): boolean;
+  /** The figures of this node's executors (a queue executor's are its queue's, cluster-wide). */
+  executors(): Promise<ExecutorStats[]>;
 }
 
 /** The runner's option names, as its configuration errors show them. */
@@ -237,6 +263,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
   const readToken = checkToken(opts.readToken, 'readToken');
   const metricsToken = checkToken(opts.metricsToken, 'metricsToken');
   const core = new RunnerCore({ instanceId, logger, shutdownGraceMs, ...(opts.clock ? { clock: opts.clock } : {}) });
+  const executorConfigs = resolveExecutors(opts.executors);
   const detachLog = attachLogListener(core, logger);
   const metrics = createRunnerMetrics(core);
   let coordinator: RedisCoordinator | undefined;
@@ -269,10 +296,19 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
   } else {
     logger.warn('no Redis configured: installation jobs run on this node alone and nothing is shared');
   }
+  const redisWhere = opts.redis ? { client: opts.redis } : target ? { target } : undefined;
+  const tasks = new Tasks({
+    instanceId,
+    clock: core.clock,
+    logger,
+    emitter: core.emitter,
+    executors: executorConfigs,
+    ...(redisWhere ? { queue: queueExecutor(redisWhere, prefix) } : {}),
+  });
   return {
     instanceId,
     add: (job: JobDefinition | JobDefinitionLike<string>) => {
-      const view = core.add(job);
+      const view = core.add(withThread(job, tasks));
       metrics.addJob(view.job.id, view.job.scope);
       return jobInfo(view);
     },
@@ -283,11 +319,13 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
         await coordinator.start();
       }
       await status?.start();
+      tasks.startConsumers();
       core.start();
       logger.info({ instanceId, jobs: core.jobs().length }, 'leasehold runner started');
     },
     async stop() {
-      await core.stop();
+      tasks.closeIntake();
+      await Promise.all([core.stop(), tasks.stop(shutdownGraceMs)]);
       await status?.stop();
       metrics.detach();
       detachLog();
@@ -306,6 +344,10 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
       if (!status) throw new LeaseholdError(ErrorCodes.invalidState, 'the job status is kept in Redis: configure redisUrl, redisClusterNodes, redisSentinels or redis');
       return status.read();
     },
+    addTask: (task) => void tasks.add(task as TaskDefinition),
+    submit: (task, payload, options) => tasks.submit(task as TaskDefinition | string, payload, options) as Promise<TaskHandle<never>>,
+    cancelTask: (taskId) => tasks.cancel(taskId),
+    executors: () => tasks.stats(),
   };
 }
 
