@@ -21,7 +21,7 @@ export const LAYERS = {
   http: { may: ['status', 'schedule'], noPackages: ['ioredis', 'prom-client'] },
   tasks: { may: ['runner', 'redis', 'schedule'], noPackages: ['fastify', 'pino', 'prom-client'] },
   create: { may: ['runner', 'lease', 'redis', 'status', 'metrics', 'log', 'http', 'tasks', 'schedule', 'cron'], noPackages: [] },
-  cli: { may: ['create', 'status', 'redis', 'http', 'log', 'schedule', 'cron'], noPackages: [] },
+  cli: { may: ['create', 'status', 'redis', 'http', 'log', 'tasks', 'schedule', 'cron'], noPackages: [] },
   index: { may: ['create', 'runner', 'lease', 'status', 'schedule', 'cron', 'metrics', 'log', 'http', 'redis', 'tasks'], noPackages: [] },
 };
 
