@@ -33,6 +33,11 @@ export interface ExecutorConfig {
   readonly keepCompleted?: number;
   /** `worker`: how long an idle thread is kept before it exits. Default 30s. */
   readonly idleTimeout?: Duration;
+  /**
+   * `queue`: how long a node's claim on a running task lasts without being renewed: when a node
+   * dies mid-task, its task runs again elsewhere this long after. Default 30s.
+   */
+  readonly lease?: Duration;
 }
 
 /** An executor's configuration, checked, with its defaults. */
@@ -47,12 +52,13 @@ export interface ResolvedExecutor {
   readonly keepFailed: number;
   readonly keepCompleted: number;
   readonly idleTimeoutMs: number;
+  readonly leaseMs: number;
 }
 
 /** The default timeout of a task. */
 export const DEFAULT_TASK_TIMEOUT_MS = 5 * 60_000;
 
-const KEYS = new Set(['kind', 'concurrency', 'queueLimit', 'timeout', 'attempts', 'backoff', 'keepFailed', 'keepCompleted', 'idleTimeout']);
+const KEYS = new Set(['kind', 'concurrency', 'queueLimit', 'timeout', 'attempts', 'backoff', 'keepFailed', 'keepCompleted', 'idleTimeout', 'lease']);
 
 /** The environment variable that sets one option of the executor `name`: `LEASEHOLD_EXECUTOR_<NAME>_<OPTION>`. */
 export function executorEnv(name: string, option: 'KIND' | 'CONCURRENCY' | 'QUEUE_LIMIT'): string {
@@ -100,7 +106,7 @@ export function resolveExecutor(name: string, input: unknown, env: NodeJS.Proces
     }
   };
   const k = kind as ExecutorKind;
-  if (k !== 'queue') for (const f of ['attempts', 'backoff', 'keepFailed', 'keepCompleted']) if (o[f] !== undefined) bad(f, `applies to queue executors only (kind: "queue")`);
+  if (k !== 'queue') for (const f of ['attempts', 'backoff', 'keepFailed', 'keepCompleted', 'lease']) if (o[f] !== undefined) bad(f, `applies to queue executors only (kind: "queue")`);
   if (k === 'queue' && o['queueLimit'] !== undefined) bad('queueLimit', 'a queue executor keeps its queue in Redis, without a limit');
   if (k !== 'worker' && o['idleTimeout'] !== undefined) bad('idleTimeout', 'applies to worker executors only (kind: "worker")');
   return {
@@ -114,6 +120,7 @@ export function resolveExecutor(name: string, input: unknown, env: NodeJS.Proces
     keepFailed: count('keepFailed', 1_000, 1_000_000, 0),
     keepCompleted: count('keepCompleted', 1_000, 1_000_000, 0),
     idleTimeoutMs: duration('idleTimeout', 30_000),
+    leaseMs: duration('lease', 30_000),
   };
 }
 

@@ -51,7 +51,7 @@ export class Tasks {
     const task = this.check(definition);
     if (this.registered.has(task.id)) throw new LeaseholdError(ErrorCodes.invalidTask, `task ${JSON.stringify(task.id)}: field "id": another task has the same id`);
     this.registered.set(task.id, task);
-    if (this.consuming && this.config(task.executor).kind === 'queue') this.executor(this.config(task.executor));
+    if (this.consuming && this.config(task.executor).kind === 'queue') this.executor(this.config(task.executor)).consume?.();
     return task;
   }
 
@@ -117,7 +117,7 @@ export class Tasks {
     this.consuming = true;
     for (const task of this.registered.values()) {
       const config = this.config(task.executor);
-      if (config.kind === 'queue') this.executor(config);
+      if (config.kind === 'queue') this.executor(config).consume?.();
     }
   }
 
