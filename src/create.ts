@@ -25,13 +25,11 @@ import type { ClusterStatus } from './status/model.js';
 import { createRunnerMetrics, type RunnerMetrics } from './metrics/prom.js';
 import { createLogger } from './log/logger.js';
 import { attachLogListener } from './log/listener.js';
-import { leaseholdRoutes, type MetricsSource } from './http/plugin.js';
+import { leaseholdRoutes, type ExecutorsSource, type MetricsSource } from './http/plugin.js';
 import { localRoutes } from './http/local.js';
 import { checkToken } from './http/auth.js';
 import { StatusEvents } from './http/events.js';
-import { Tasks, resolveExecutors, type ExecutorConfig, type ExecutorStats, type SubmitOptions, type TaskDefinition, type TaskHandle } from './tasks/index.js';
-import { queueExecutor } from './tasks/queue.js';
-import { withThread } from './tasks/jobs.js';
+import { ExecutorBoard, Tasks, queueExecutor, resolveExecutors, withThread, type ExecutorConfig, type ExecutorStats, type SubmitOptions, type TaskDefinition, type TaskHandle } from './tasks/index.js';
 
 /** Options of {@link createRunner}. */
 export interface RunnerOptions {
@@ -168,7 +166,10 @@ export interface Runner {
   submit<P, R>(task: TaskDefinition<P, R> | string, payload: P, options?: SubmitOptions): Promise<TaskHandle<R>>;
   /** Cancels a task waiting or running on this node (outcome `cancelled`); false when none has the id. */
   cancelTask(taskId: string): boolean;
-  /** The figures of this node's executors (a queue executor's are its queue's, cluster-wide). */
+  /**
+   * The cluster's executors (what `GET /manage/executors` answers): a row per node for loop and
+   * worker executors, and a queue executor's counts from its queue. Without Redis, this node's.
+   */
   executors(): Promise<ExecutorStats[]>;
 }
 
@@ -194,6 +195,8 @@ export function resolveRunnerOptions(opts: RunnerOptions): { instanceId: string;
 
 /** Options of {@link attachStatus}: the status layer's, and the tokens of the routes. */
 export interface AttachStatusOptions extends Omit<StatusLayerOptions, 'onNewJob'> {
+  /** The cluster's executors, for `GET /manage/executors`. */
+  readonly executors?: ExecutorsSource;
   readonly adminToken?: string;
   readonly readToken?: string;
   readonly metricsToken?: string;
@@ -212,7 +215,7 @@ export interface AttachedStatus extends StatusLayer {
  * HTTP routes. `start()` before `core.start()`; `stop()` after `core.stop()`.
  */
 export function attachStatus(opts: AttachStatusOptions, runnerMetrics?: RunnerMetrics): AttachedStatus {
-  const { adminToken, readToken, metricsToken, ...statusOptions } = opts;
+  const { adminToken, readToken, metricsToken, executors, ...statusOptions } = opts;
   const core = opts.core;
   const metrics = runnerMetrics ?? createRunnerMetrics(core);
   const status = createStatusLayer({
@@ -237,6 +240,7 @@ export function attachStatus(opts: AttachStatusOptions, runnerMetrics?: RunnerMe
       instanceId: core.instanceId,
       metrics: metricsSource(registry),
       events,
+      ...(executors ? { executors } : {}),
       ...(adminToken ? { adminToken } : {}),
       ...(readToken ? { readToken } : {}),
       ...(metricsToken ? { metricsToken } : {}),
@@ -266,6 +270,21 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
   const executorConfigs = resolveExecutors(opts.executors);
   const detachLog = attachLogListener(core, logger);
   const metrics = createRunnerMetrics(core);
+  const redisWhere = opts.redis ? { client: opts.redis } : target ? { target } : undefined;
+  const tasks: Tasks = new Tasks({
+    instanceId,
+    clock: core.clock,
+    logger,
+    emitter: core.emitter,
+    executors: executorConfigs,
+    prefix,
+    ...(redisWhere
+      ? {
+          queue: queueExecutor(redisWhere, prefix),
+          board: new ExecutorBoard({ where: redisWhere, key: keyNames(prefix).executors, instanceId, clock: core.clock, logger, rows: (): ExecutorStats[] => tasks.localStats() }),
+        }
+      : {}),
+  });
   let coordinator: RedisCoordinator | undefined;
   let leaseConnection: RedisClient | undefined;
   let status: AttachedStatus | undefined;
@@ -288,6 +307,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
       ...(opts.failingStreak !== undefined ? { failingStreak: opts.failingStreak } : {}),
       ...(opts.recentRuns !== undefined ? { recentRuns: opts.recentRuns } : {}),
       ...(opts.handoffDelay !== undefined ? { handoffMs: parseDuration(opts.handoffDelay, 'handoffDelay', true) } : {}),
+      executors: () => tasks.clusterStats(),
       },
       metrics,
     );
@@ -296,15 +316,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
   } else {
     logger.warn('no Redis configured: installation jobs run on this node alone and nothing is shared');
   }
-  const redisWhere = opts.redis ? { client: opts.redis } : target ? { target } : undefined;
-  const tasks = new Tasks({
-    instanceId,
-    clock: core.clock,
-    logger,
-    emitter: core.emitter,
-    executors: executorConfigs,
-    ...(redisWhere ? { queue: queueExecutor(redisWhere, prefix) } : {}),
-  });
+  metrics.executorFigures(async () => (await tasks.stats()).map((e) => ({ executor: e.name, queued: e.queued, active: e.active })));
   return {
     instanceId,
     add: (job: JobDefinition | JobDefinitionLike<string>) => {
@@ -338,7 +350,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
     cancel: (id) => core.cancel(id),
     routes: status
       ? status.routes
-      : async (app) => app.register(localRoutes, { instanceId, metrics: metricsSource(metrics.registry), ...(readToken ? { readToken } : {}), ...(metricsToken ? { metricsToken } : {}) }),
+      : async (app) => app.register(localRoutes, { instanceId, metrics: metricsSource(metrics.registry), executors: () => tasks.clusterStats(), ...(readToken ? { readToken } : {}), ...(metricsToken ? { metricsToken } : {}) }),
     metrics: metrics.registry,
     status: async () => {
       if (!status) throw new LeaseholdError(ErrorCodes.invalidState, 'the job status is kept in Redis: configure redisUrl, redisClusterNodes, redisSentinels or redis');
@@ -347,7 +359,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
     addTask: (task) => void tasks.add(task as TaskDefinition),
     submit: (task, payload, options) => tasks.submit(task as TaskDefinition | string, payload, options) as Promise<TaskHandle<never>>,
     cancelTask: (taskId) => tasks.cancel(taskId),
-    executors: () => tasks.stats(),
+    executors: () => tasks.clusterStats(),
   };
 }
 

@@ -44,6 +44,8 @@ export interface TaskExecutor {
   cancel(taskId: string): boolean;
   /** This executor's figures. */
   stats(): ExecutorStats | Promise<ExecutorStats>;
+  /** This node's figures, without a read of Redis (what the board publishes). */
+  localStats(): ExecutorStats;
   /** Stops (see SPEC 3.6); resolves with how many tasks were interrupted. */
   close(graceMs: number): Promise<number>;
 }

@@ -10,11 +10,15 @@ import { resolveExecutor, type ResolvedExecutor } from './config.js';
 import type { ExecutorStats, TaskExecutor } from './executor.js';
 import { LocalExecutor, type ExecutorHost } from './local.js';
 import { ThreadPool } from './pool.js';
+import type { ExecutorBoard } from './board.js';
 import { normalizeSubmit, normalizeTask, type NormalizedTask, type TaskDefinition, type TaskHandle } from './task.js';
 
 export { defineTask, DEFAULT_EXECUTOR, type TaskDefinition, type TaskContext, type TaskHandler, type TaskHandle, type SubmitOptions } from './task.js';
 export { ExecutorKinds, resolveExecutors, type ExecutorConfig, type ExecutorKind, type ResolvedExecutor } from './config.js';
 export type { ExecutorStats } from './executor.js';
+export { ExecutorBoard, mergeQueues, readBoard } from './board.js';
+export { queueExecutor } from './queue.js';
+export { withThread } from './jobs.js';
 
 /** Makes a queue executor (with Redis); see `queue.ts`. */
 export type QueueFactory = (config: ResolvedExecutor, host: ExecutorHost, tasks: (id: string) => NormalizedTask | undefined) => TaskExecutor;
@@ -25,6 +29,10 @@ export interface TasksOptions extends ExecutorHost {
   readonly executors: ReadonlyMap<string, ResolvedExecutor>;
   /** Makes queue executors; without it (no Redis) a queue executor is refused. */
   readonly queue?: QueueFactory;
+  /** The executors' board in Redis, for the cluster's figures; without it (no Redis) only this node's. */
+  readonly board?: ExecutorBoard;
+  /** The key prefix (for the queues' counts). */
+  readonly prefix?: string;
 }
 
 /** A node's tasks and executors. */
@@ -89,7 +97,17 @@ export class Tasks {
     return false;
   }
 
-  /** Every executor's figures: those made, and those configured but not used yet. */
+  /**
+   * The cluster's executors: a row per node for loop and worker executors (from the board in
+   * Redis), and a queue executor's counts from its queue (those this node knows).
+   */
+  async clusterStats(): Promise<ExecutorStats[]> {
+    const board = this.opts.board;
+    if (!board) return this.stats();
+    return board.read(this.localStats(true), this.opts.prefix ?? '');
+  }
+
+  /** Every executor's figures on this node: those made, and those configured but not used yet. */
   async stats(): Promise<ExecutorStats[]> {
     const names = new Set([...this.opts.executors.keys(), ...this.made.keys()]);
     return Promise.all(
@@ -102,14 +120,18 @@ export class Tasks {
     );
   }
 
-  /** The figures of the executors this node has made (no Redis read). */
-  localStats(): ExecutorStats[] {
-    const out: ExecutorStats[] = [];
-    for (const executor of this.made.values()) {
-      const s = executor.stats();
-      if (!(s instanceof Promise)) out.push(s);
-    }
-    return out;
+  /**
+   * This node's figures without a read of Redis (what it publishes on the board): the executors
+   * it made, and with `configured` those configured but unused, at zero.
+   */
+  localStats(configured = false): ExecutorStats[] {
+    const names = new Set([...(configured ? this.opts.executors.keys() : []), ...this.made.keys()]);
+    return [...names].sort().map((name) => {
+      const made = this.made.get(name);
+      if (made) return { ...made.localStats(), ...(made.config.kind === 'queue' ? {} : { instanceId: this.opts.instanceId }) };
+      const c = this.config(name);
+      return { name, kind: c.kind, instanceId: this.opts.instanceId, concurrency: c.concurrency, active: 0, queued: 0, succeeded: 0, failed: 0, timedOut: 0, cancelled: 0, interrupted: 0 };
+    });
   }
 
   /** Makes the queue executors of the registered tasks, so this node consumes their queues. */
@@ -154,6 +176,7 @@ export class Tasks {
       }),
     );
     await this.jobPool?.close();
+    await this.opts.board?.stop();
   }
 
   private check(definition: unknown): NormalizedTask {
@@ -188,6 +211,7 @@ export class Tasks {
       executor = make(config, host, (id) => this.registered.get(id));
     }
     this.made.set(config.name, executor);
+    this.opts.board?.start();
     return executor;
   }
 }

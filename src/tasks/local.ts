@@ -118,6 +118,10 @@ export class LocalExecutor implements TaskExecutor {
     return true;
   }
 
+  localStats(): ExecutorStats {
+    return this.stats();
+  }
+
   stats(): ExecutorStats {
     const { config } = this;
     return { name: config.name, kind: config.kind, instanceId: this.host.instanceId, concurrency: config.concurrency, active: this.running.size, queued: this.queued, ...this.counters.snapshot() };

@@ -12,6 +12,7 @@ import { waitAtMost } from '../clock.js';
 import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
 import type { RedisTarget } from '../redis/target.js';
 import { createRedis, type RedisClient } from '../redis/connection.js';
+import { keys } from '../redis/keys.js';
 import type { ResolvedExecutor } from './config.js';
 import type { QueueFactory } from './index.js';
 import { TaskAttempt } from './execution.js';
@@ -30,9 +31,20 @@ interface QueuedData {
   readonly t: number;
 }
 
-/** The BullMQ prefix of a runner's queues: `<prefix>:tasks`; each queue's name is `{<executor>}`, a hash tag. */
-export function queuePrefix(prefix: string): string {
-  return `${prefix}:tasks`;
+/** The BullMQ prefix of a runner's queues: `<prefix>:tasks` (each queue's name is `{<executor>}`, a hash tag; see `keys.ts`). */
+function queuePrefix(prefix: string): string {
+  return keys(prefix).taskPrefix;
+}
+
+/** A queue's counts, read through BullMQ on an existing connection (which it leaves open). */
+export async function queueCounts(redis: RedisClient, prefix: string, name: string): Promise<{ active: number; queued: number; succeeded: number; failed: number }> {
+  const queue = new Queue(`{${name}}`, { connection: redis, prefix: queuePrefix(prefix) });
+  try {
+    const c = await queue.getJobCounts('active', 'waiting', 'delayed', 'prioritized', 'completed', 'failed');
+    return { active: c['active'] ?? 0, queued: (c['waiting'] ?? 0) + (c['delayed'] ?? 0) + (c['prioritized'] ?? 0), succeeded: c['completed'] ?? 0, failed: c['failed'] ?? 0 };
+  } finally {
+    await queue.close();
+  }
 }
 
 /** Makes queue executors on the runner's Redis, with connections of their own. */
@@ -185,6 +197,12 @@ class QueueExecutor implements TaskExecutor {
     if (!run) return false;
     run.attempt.abort(ErrorCodes.cancelled, `task "${run.job.name}" (${taskId}) cancelled`);
     return true;
+  }
+
+  /** This node's view: its running tasks and the aborts it counted (the board merges the queue's counts in). */
+  localStats(): ExecutorStats {
+    const { config } = this;
+    return { name: config.name, kind: config.kind, concurrency: config.concurrency, active: this.running.size, queued: 0, ...this.counters.snapshot() };
   }
 
   async stats(): Promise<ExecutorStats> {
