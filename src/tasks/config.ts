@@ -60,6 +60,13 @@ export const DEFAULT_TASK_TIMEOUT_MS = 5 * 60_000;
 
 const KEYS = new Set(['kind', 'concurrency', 'queueLimit', 'timeout', 'attempts', 'backoff', 'keepFailed', 'keepCompleted', 'idleTimeout', 'lease']);
 
+/** The variables that tune an executor at deployment, for the README's configuration table (`<NAME>`: its name in capitals, other characters as `_`). */
+export const EXECUTOR_ENV_DOCS: readonly { readonly env: string; readonly default: string; readonly description: string }[] = [
+  { env: 'LEASEHOLD_EXECUTOR_<NAME>_KIND', default: 'as configured, else `loop`', description: 'The kind of the executor `<name>`: `loop`, `worker` or `queue` (over what the code or the jobs module\'s `executors` export says).' },
+  { env: 'LEASEHOLD_EXECUTOR_<NAME>_CONCURRENCY', default: 'as configured, else 10 (`worker`: the CPUs)', description: 'How many tasks of the executor `<name>` run at once on this node.' },
+  { env: 'LEASEHOLD_EXECUTOR_<NAME>_QUEUE_LIMIT', default: 'as configured, else none', description: 'How many tasks may wait on the loop or worker executor `<name>`; over it `submit` rejects with `queueFull`.' },
+];
+
 /** The environment variable that sets one option of the executor `name`: `LEASEHOLD_EXECUTOR_<NAME>_<OPTION>`. */
 export function executorEnv(name: string, option: 'KIND' | 'CONCURRENCY' | 'QUEUE_LIMIT'): string {
   return `LEASEHOLD_EXECUTOR_${name.toUpperCase().replace(/[^A-Z0-9]/g, '_')}_${option}`;

@@ -14,7 +14,7 @@ import type { ExecutorBoard } from './board.js';
 import { normalizeSubmit, normalizeTask, type NormalizedTask, type TaskDefinition, type TaskHandle } from './task.js';
 
 export { defineTask, DEFAULT_EXECUTOR, type TaskDefinition, type TaskContext, type TaskHandler, type TaskHandle, type SubmitOptions } from './task.js';
-export { ExecutorKinds, resolveExecutors, type ExecutorConfig, type ExecutorKind, type ResolvedExecutor } from './config.js';
+export { ExecutorKinds, EXECUTOR_ENV_DOCS, resolveExecutors, type ExecutorConfig, type ExecutorKind, type ResolvedExecutor } from './config.js';
 export type { ExecutorStats } from './executor.js';
 export { ExecutorBoard, mergeQueues, readBoard } from './board.js';
 export { queueExecutor } from './queue.js';
