@@ -242,8 +242,9 @@ class QueueExecutor implements TaskExecutor {
     const left = [...this.running.values()];
     for (const run of left) run.attempt.abort(ErrorCodes.shutdown, `task "${run.job.name}" (${run.job.id ?? ''}) interrupted by the shutdown; it goes back to the queue`);
     await waitAtMost(clock, closing, 2_000);
-    await Promise.allSettled([this.events?.close(), this.queue?.close()]);
-    await Promise.allSettled(this.connections.map((c) => c.quit()));
+    // Bounded: with Redis away, a close or a QUIT would wait for it (these connections queue).
+    await waitAtMost(clock, Promise.allSettled([this.events?.close(), this.queue?.close()]), 2_000);
+    await waitAtMost(clock, Promise.allSettled(this.connections.map((c) => c.quit())), 1_000);
     for (const c of this.connections) c.disconnect();
     return left.length;
   }
