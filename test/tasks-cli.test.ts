@@ -6,13 +6,18 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnLeasehold } from './helpers/node.js';
 
-test('a job with thread: "worker" in a .ts jobs module runs in a worker thread under the CLI, logging through the node', async () => {
+test('a job with thread: "worker" in a .ts jobs module runs in a worker thread under the CLI, logging through the node; the module\'s executors are the node\'s', async () => {
   const node = spawnLeasehold(['start', '--jobs', 'test/fixtures/jobs-threads.ts', '--port', '0'], { LEASEHOLD_SHUTDOWN_GRACE: '500ms', REDIS_URL: undefined, LOG_LEVEL: 'info' });
   const line = await node.waitFor((l) => l['msg'] === 'crunched in a worker thread', 15_000);
   assert.equal(line['jobId'], 'crunch', 'the run\'s bindings');
   assert.ok(typeof line['runId'] === 'string');
   assert.ok(Number(line['threadId']) > 0, 'not the main thread');
   await node.waitFor((l) => l['jobId'] === 'crunch' && l['msg'] === 'crunched in a worker thread' && l['runId'] !== line['runId'], 5_000);
+  // The executors the module exports beside its jobs are the node's.
+  const listening = await node.waitFor((l) => typeof l['port'] === 'number' && String(l['msg']).startsWith('HTTP listening'));
+  const res = await fetch(`http://127.0.0.1:${String(listening['port'])}/manage/executors`);
+  const { executors } = (await res.json()) as { executors: Array<{ name: string; kind: string; concurrency: number }> };
+  assert.deepEqual(executors.map((e) => [e.name, e.kind, e.concurrency]), [['cpu', 'worker', 1]]);
   node.kill('SIGTERM');
   const { code } = await node.exited;
   assert.equal(code, 0);
