@@ -39,6 +39,8 @@ export interface TasksOptions extends ExecutorHost {
 export class Tasks {
   private readonly registered = new Map<string, NormalizedTask>();
   private readonly seen = new WeakMap<object, NormalizedTask>();
+  /** The executors used but not configured, with their defaults (and the environment's), read once. */
+  private readonly defaults = new Map<string, ResolvedExecutor>();
   private readonly made = new Map<string, TaskExecutor>();
   private jobPool: ThreadPool | undefined;
   private accepting = true;
@@ -48,7 +50,14 @@ export class Tasks {
 
   /** The configuration of the executor `name`: as configured, or the documented defaults (a `loop`). */
   config(name: string): ResolvedExecutor {
-    return this.opts.executors.get(name) ?? resolveExecutor(name, undefined);
+    const configured = this.opts.executors.get(name);
+    if (configured) return configured;
+    let defaults = this.defaults.get(name);
+    if (!defaults) {
+      defaults = resolveExecutor(name, undefined);
+      this.defaults.set(name, defaults);
+    }
+    return defaults;
   }
 
   /**
