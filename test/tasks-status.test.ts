@@ -95,3 +95,18 @@ test('without Redis GET /manage/executors answers with this node\'s executors', 
   await app.close();
   await r.stop();
 });
+
+test('a queue executor costs nothing until it is used: no connection of its own before its first task', async () => {
+  const r = createRunner({ redisUrl: redis.url, prefix: 'lazy', instanceId: 'lazy-node', logger: memoryLogger('warn').logger, executors: { mail: { kind: 'queue' } } });
+  await r.start();
+  const admin = redis.client();
+  const queueConnections = async (): Promise<number> => ((await admin.client('LIST')) as string).split('\n').filter((l) => l.includes('name=leasehold-queue')).length;
+  await sleep(200);
+  assert.equal(await queueConnections(), 0, 'no queue connection before the first task');
+  assert.equal(await admin.hlen('lazy:executors'), 0, 'nothing on the executors board either');
+  await r.submit(mail, 'z@example.com');
+  assert.ok((await queueConnections()) > 0, 'the first submit opens it');
+  await r.stop();
+  await sleep(200);
+  assert.equal(await queueConnections(), 0, 'and stop() closes it');
+});
