@@ -89,17 +89,17 @@ function perName(counts: Readonly<Record<string, number>>, per: (v: number) => n
 
 /**
  * The measured window: from the first point half a period after a tick at or after `earliest`,
- * for as many whole periods as end by `latest` (at least one). Both edges fall at the same
+ * for as many whole periods as end by `latest`, and at least those of `minMs` (and one). Both edges fall at the same
  * point of the schedule's cycle, so the window holds as many ticks' runs as ticks' CPU (a
  * window of 56 s held 5 or 6 bursts of runs depending on its phase, and the CPU per run with
  * them); and that point is half a period after a tick, so an edge never falls inside the
  * spread of one tick's starts (edges one period apart inside S3's 1,000 starts once counted
  * the runs of a sixth tick in a window of five).
  */
-export function measuredWindow(earliest: number, latest: number, periodMs: number): { from: number; to: number } {
+export function measuredWindow(earliest: number, latest: number, periodMs: number, minMs = periodMs): { from: number; to: number } {
   const half = periodMs / 2;
   const from = Math.ceil((earliest - half) / periodMs) * periodMs + half;
-  const periods = Math.max(1, Math.floor((latest - from) / periodMs));
+  const periods = Math.max(1, Math.ceil(minMs / periodMs), Math.floor((latest - from) / periodMs));
   return { from, to: from + periods * periodMs };
 }
 
@@ -109,7 +109,7 @@ const OWN_COMMANDS_IN_WINDOW = 1;
 /** Runs `system` through `scenario`; resolves once the figures are known (processes may still be stopping: see `done`). */
 export async function runTimed(scenario: TimedScenario, system: SystemName, leaseMs: number, dir: string): Promise<{ figures: TimedFigures; done: Promise<void> }> {
   const redis = await startBenchRedis();
-  const prefix = `bench-${scenario.name.toLowerCase()}-${system}`;
+  const prefix = `bench-${scenario.name.toLowerCase().replace(/[^a-z0-9]+/g, '-')}-${system}`;
   const files: string[] = [];
   const workers: WorkerProc[] = [];
   const t0 = Date.now();
@@ -125,9 +125,9 @@ export async function runTimed(scenario: TimedScenario, system: SystemName, leas
       workers.push(spawnWorker({ system, index, redisUrl: redis.url, prefix, jobs: scenario.jobs, cron: scenario.cron, periodMs: scenario.periodMs, leaseMs, recordFile, setup: index === 0 }));
     }
     await Promise.all(workers.map((w) => w.ready));
-    const { from, to } = measuredWindow(Date.now() + scenario.settleMs, t0 + scenario.durationMs - scenario.tailMs, scenario.periodMs);
+    const { from, to } = measuredWindow(Date.now() + scenario.settleMs, t0 + scenario.durationMs - scenario.tailMs, scenario.periodMs, scenario.minWindowMs);
     // A slow start may push the window's end past the scenario's duration: the processes then
-    // run longer, so the window still holds one whole period and its runs are still seen.
+    // run longer, so the window still holds its shortest length and its last runs are seen.
     const endAt = Math.max(t0 + scenario.durationMs, to + scenario.tailMs);
 
     const edge = async (alive: WorkerProc[]): Promise<Edge> => {
