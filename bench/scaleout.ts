@@ -16,6 +16,8 @@ export interface ScaleOutRow {
   readonly misses: number;
   readonly redisCommandsPerRun: number;
   readonly redisCpuMsPerRun: number;
+  /** Of the Redis CPU, executing commands (scripts included), ms. */
+  readonly redisExecMsPerRun: number;
   /** The two above over those of the same system at the smallest size measured. */
   readonly commandsVsSmallest: number;
   readonly cpuVsSmallest: number;
@@ -55,6 +57,7 @@ export function scaleOutRows(scenarios: readonly ScenarioResult[]): ScaleOutRow[
         misses: f.misses,
         redisCommandsPerRun: f.redisCommandsPerRun,
         redisCpuMsPerRun: f.redisCpuMsPerRun,
+        redisExecMsPerRun: f.redisExecMsPerRun,
         commandsVsSmallest: smallest.redisCommandsPerRun === 0 ? 0 : r2(f.redisCommandsPerRun / smallest.redisCommandsPerRun),
         cpuVsSmallest: smallest.redisCpuMsPerRun === 0 ? 0 : r2(f.redisCpuMsPerRun / smallest.redisCpuMsPerRun),
         shareMin: r2(Math.min(...shares)),

@@ -25,6 +25,8 @@ export interface TimedFigures {
   readonly redisRoundTripsPerRun: number;
   readonly redisBatchesPerRun: number;
   readonly redisCpuMsPerRun: number;
+  /** Of `redisCpuMsPerRun`, the time Redis spent executing commands (scripts included). */
+  readonly redisExecMsPerRun: number;
   readonly cpuMsPerRun: number;
   /** Largest RSS of one process at the end of the window. */
   readonly rssMb: number;
@@ -194,6 +196,7 @@ export async function runTimed(scenario: TimedScenario, system: SystemName, leas
       redisRoundTripsPerRun: per(commands),
       redisBatchesPerRun: per(batches),
       redisCpuMsPerRun: per(end.redis.cpuMs - start.redis.cpuMs),
+      redisExecMsPerRun: Math.round((inWindow === 0 ? 0 : (end.redis.execMs - start.redis.execMs) / inWindow) * 1000) / 1000,
       cpuMsPerRun: per(cpuUs / 1000),
       rssMb: r2(rss / 2 ** 20),
       windowMs: end.at - start.at,
