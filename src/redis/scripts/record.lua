@@ -20,7 +20,8 @@
     ARGV[3j]   writer  string   id of the writing node's stats writer (instance id and a nonce)
     ARGV[3j+1] seq     integer  the batch's sequence number, increasing per writer
     ARGV[3j+2] batch   string   JSON object; every member is optional:
-                         init      boolean  create every field with zero or '' if absent
+                         init      boolean  create every field with zero or '' if absent (the
+                                            stats hash's only while it has no createdAt)
                          createdAt string   ISO; set once, when the stats hash is created
                          define    object   field -> string, set as given (scope, schedule ...)
                          incr      object   field -> integer, added to the stats hash
