@@ -17,7 +17,7 @@ export interface TimedScenario {
   readonly durationMs: number;
   /**
    * Ticks are judged from the first point half a period after a tick that comes this long
-   * after every process is ready (S3: 70 s, or 30 s quick, leave five whole periods, or one,
+   * after every process is ready (S3: 70 s, or 30 s quick, leave at least five whole periods, or one,
    * after a start of up to 7 s and the wait for that point)...
    */
   readonly settleMs: number;
