@@ -29,6 +29,7 @@ import { leaseholdRoutes, type MetricsSource } from './http/plugin.js';
 import { localRoutes } from './http/local.js';
 import { checkToken } from './http/auth.js';
 import { StatusEvents } from './http/events.js';
+import { Registrations, type RegisterOptions } from './decorators/register.js';
 
 /** Options of {@link createRunner}. */
 export interface RunnerOptions {
@@ -113,6 +114,13 @@ export interface Runner {
    * widened to `string`; the scope is checked here, as every field is.
    */
   add<S extends string>(job: JobDefinitionLike<S>): JobInfo;
+  /**
+   * Adds every `@Scheduled` method of an instance as a job named `ClassName.method` (or
+   * `<namespace>.ClassName.method` when another registered class has the same name; an
+   * explicit `id` wins), run with `this` bound to the instance.
+   * @throws LeaseholdError naming `Class.method` and the field when one is wrong; then none is added.
+   */
+  register(instance: object, options?: RegisterOptions): JobInfo[];
   /** Starts the timer (and connects to Redis when configured). */
   start(): Promise<void>;
   /** Stops: no new run, a grace for runs in progress, then abort; releases everything. */
@@ -269,13 +277,16 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
   } else {
     logger.warn('no Redis configured: installation jobs run on this node alone and nothing is shared');
   }
+  const add = (job: JobDefinition | JobDefinitionLike<string>): JobInfo => {
+    const view = core.add(job);
+    metrics.addJob(view.job.id, view.job.scope);
+    return jobInfo(view);
+  };
+  const registrations = new Registrations({ add, remove: (id) => core.remove(id) });
   return {
     instanceId,
-    add: (job: JobDefinition | JobDefinitionLike<string>) => {
-      const view = core.add(job);
-      metrics.addJob(view.job.id, view.job.scope);
-      return jobInfo(view);
-    },
+    add,
+    register: (instance, options) => registrations.register(instance, options),
     async start() {
       if (coordinator && leaseConnection) {
         // Do not block long on an absent Redis: claims fail (as failed runs) until it is back.
