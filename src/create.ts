@@ -30,6 +30,7 @@ import { localRoutes } from './http/local.js';
 import { checkToken } from './http/auth.js';
 import { StatusEvents } from './http/events.js';
 import { Registrations, type RegisterOptions } from './decorators/register.js';
+import { attachTracing } from './trace/tracer.js';
 
 /** Options of {@link createRunner}. */
 export interface RunnerOptions {
@@ -246,6 +247,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
   const metricsToken = checkToken(opts.metricsToken, 'metricsToken');
   const core = new RunnerCore({ instanceId, logger, shutdownGraceMs, ...(opts.clock ? { clock: opts.clock } : {}) });
   const detachLog = attachLogListener(core, logger);
+  const detachTracing = attachTracing(core);
   const metrics = createRunnerMetrics(core);
   let coordinator: RedisCoordinator | undefined;
   let leaseConnection: RedisClient | undefined;
@@ -302,6 +304,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
       await status?.stop();
       metrics.detach();
       detachLog();
+      detachTracing();
       logger.info({ instanceId }, 'leasehold runner stopped');
     },
     on: (event, fn) => core.on(event, fn),
