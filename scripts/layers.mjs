@@ -21,8 +21,9 @@ export const LAYERS = {
   metrics: { may: ['runner'], noPackages: ['ioredis', 'fastify', 'pino'] },
   log: { may: ['runner', 'schedule'], noPackages: ['ioredis', 'fastify', 'prom-client'] },
   http: { may: ['status', 'schedule'], noPackages: ['ioredis', 'prom-client'] },
-  create: { may: ['decorators', 'trace', 'runner', 'lease', 'redis', 'status', 'metrics', 'log', 'http', 'schedule', 'cron'], noPackages: [] },
-  cli: { may: ['create', 'decorators', 'status', 'redis', 'http', 'log', 'schedule', 'cron'], noPackages: [] },
+  mcp: { may: ['status', 'http', 'schedule', 'cron'], noPackages: ['ioredis', 'prom-client', 'pino'] },
+  create: { may: ['decorators', 'trace', 'mcp', 'runner', 'lease', 'redis', 'status', 'metrics', 'log', 'http', 'schedule', 'cron'], noPackages: [] },
+  cli: { may: ['create', 'decorators', 'mcp', 'status', 'redis', 'http', 'log', 'schedule', 'cron'], noPackages: [] },
   index: { may: ['create', 'decorators', 'runner', 'lease', 'status', 'schedule', 'cron', 'metrics', 'log', 'http', 'redis'], noPackages: [] },
 };
 

@@ -20,7 +20,7 @@ import { createRedis, whenReady, type RedisClient } from './redis/connection.js'
 import { describeTarget, type RedisTarget } from './redis/target.js';
 import { DEFAULT_PREFIX, keys as keyNames } from './redis/keys.js';
 import { redisCoordinator, type RedisCoordinator } from './lease/redis-coordinator.js';
-import { createStatusLayer, type StatusLayer, type StatusLayerOptions } from './status/index.js';
+import { createStatusLayer, packageVersion, type StatusLayer, type StatusLayerOptions } from './status/index.js';
 import type { ClusterStatus } from './status/model.js';
 import { createRunnerMetrics, type RunnerMetrics } from './metrics/prom.js';
 import { createLogger } from './log/logger.js';
@@ -31,6 +31,7 @@ import { checkToken } from './http/auth.js';
 import { StatusEvents } from './http/events.js';
 import { Registrations, type RegisterOptions } from './decorators/register.js';
 import { attachTracing } from './trace/tracer.js';
+import { mcpRoutes } from './mcp/http.js';
 
 /** Options of {@link createRunner}. */
 export interface RunnerOptions {
@@ -224,6 +225,7 @@ export function attachStatus(opts: AttachStatusOptions, runnerMetrics?: RunnerMe
       ...(readToken ? { readToken } : {}),
       ...(metricsToken ? { metricsToken } : {}),
     });
+    await app.register(mcpRoutes, { api: status.api, adminToken, readToken, now: () => core.now(), version: packageVersion() });
   };
   return {
     ...status,
