@@ -11,7 +11,10 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import Fastify from 'fastify';
+import { createRunner } from '../src/index.js';
 import { keys } from '../src/redis/keys.js';
+import { memoryLogger } from './helpers/log.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
 import { BIN, ROOT, spawnLeasehold, type NodeProc } from './helpers/node.js';
 import { until } from './helpers/wait.js';
@@ -188,5 +191,32 @@ test('over stdio (leasehold mcp): the same tools against the same Redis, check_j
     } finally {
       await limited.close();
     }
+  }
+});
+
+test('over HTTP with a read token: /mcp answers 401 without it, and the read token alone reads but changes nothing', async () => {
+  const runner = createRunner({ redisUrl: redis.url, prefix: PREFIX, instanceId: 'm-read', readToken: 'read-only-token', adminToken: TOKEN, logger: memoryLogger('error').logger });
+  const app = Fastify();
+  await app.register(runner.routes);
+  await runner.start();
+  const address = await app.listen({ port: 0, host: '127.0.0.1' });
+  try {
+    const bare = await fetch(`${address}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) });
+    assert.equal(bare.status, 401);
+    assert.equal(bare.headers.get('www-authenticate'), 'Bearer');
+    assert.match(JSON.stringify(await bare.json()), /reads need the read token/);
+    assert.equal((await fetch(`${address}/mcp`)).status, 405);
+    const reader = await connect(http(address, 'read-only-token'));
+    try {
+      assert.equal((await reader.call('list_jobs')).isError, false);
+      const r = await reader.call('resume_job', { id: 'plain' });
+      assert.equal(r.isError, true);
+      assert.match(r.text, /resume_job refused: the tools that change jobs need the admin token, and the Bearer token sent is not it/);
+    } finally {
+      await reader.close();
+    }
+  } finally {
+    await app.close();
+    await runner.stop();
   }
 });

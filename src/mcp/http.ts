@@ -25,6 +25,7 @@ export function mutationRefusal(decision: AuthDecision, adminConfigured: boolean
   if (decision.ok) return undefined;
   if (!adminConfigured) return 'no admin token is configured on this node (LEASEHOLD_ADMIN_TOKEN), so the tools that change jobs are disabled';
   if (decision.status === 401 && decision.message.startsWith('an Authorization')) return 'the tools that change jobs need the admin token: send Authorization: Bearer <LEASEHOLD_ADMIN_TOKEN>';
+  if (decision.status === 403) return 'the tools that change jobs need the admin token, and the Bearer token sent is not it';
   return decision.message;
 }
 
