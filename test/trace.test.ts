@@ -32,7 +32,7 @@ after(async () => {
 
 const spansOf = (jobId: string): ReadableSpan[] => exporter.getFinishedSpans().filter((s) => s.name === `job ${jobId}`);
 
-test('each run is a span job <id> with its attributes; the handler runs in it across await and its log lines carry the ids', async () => {
+test('each run is a span job <id> with its attributes (each attempt of a retry its own); the handler runs in it across await and its log lines carry the ids', async () => {
   const log = memoryLogger('info');
   const runner = createRunner({ logger: log.logger, instanceId: 'trace-a' });
   const seen: Array<{ runId: string; spanId: string | undefined; traceId: string | undefined }> = [];
@@ -53,8 +53,17 @@ test('each run is a span job <id> with its attributes; the handler runs in it ac
       throw new Error('the report failed');
     },
   });
+  let calls = 0;
+  runner.add({
+    id: 'retried',
+    fixedRate: '1h',
+    retry: { attempts: 2, backoff: '10ms' },
+    run() {
+      if (++calls === 1) throw new Error('first attempt fails');
+    },
+  });
   await runner.start();
-  await until('two traced runs and two failed', () => spansOf('traced').length >= 2 && spansOf('failing').length >= 2, 5_000);
+  await until('two traced runs and two failed', () => spansOf('traced').length >= 2 && spansOf('failing').length >= 2 && spansOf('retried').length >= 2, 5_000);
   await runner.stop();
 
   const span = spansOf('traced')[0];
@@ -80,6 +89,9 @@ test('each run is a span job <id> with its attributes; the handler runs in it ac
   assert.equal(failed.attributes['leasehold.run.outcome'], 'failed');
   const exception = failed.events.find((e) => e.name === 'exception');
   assert.equal(exception?.attributes?.['exception.message'], 'the report failed');
+
+  const attempts = spansOf('retried').map((sp) => [sp.attributes['leasehold.run.attempt'], sp.attributes['leasehold.run.outcome'], sp.status.code]);
+  assert.deepEqual(attempts, [[1, 'failed', SpanStatusCode.ERROR], [2, 'succeeded', SpanStatusCode.UNSET]], 'each attempt is a span of its own');
 });
 
 test('an installation run carries its fencing token; a skipped start and a lost lease are events of the run span', async () => {
