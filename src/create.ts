@@ -248,8 +248,8 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
   const readToken = checkToken(opts.readToken, 'readToken');
   const metricsToken = checkToken(opts.metricsToken, 'metricsToken');
   const core = new RunnerCore({ instanceId, logger, shutdownGraceMs, ...(opts.clock ? { clock: opts.clock } : {}) });
-  const detachLog = attachLogListener(core, logger);
-  const detachTracing = attachTracing(core);
+  const tracing = attachTracing(core);
+  const detachLog = attachLogListener(core, logger, { runFields: tracing.logFields });
   const metrics = createRunnerMetrics(core);
   let coordinator: RedisCoordinator | undefined;
   let leaseConnection: RedisClient | undefined;
@@ -306,7 +306,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
       await status?.stop();
       metrics.detach();
       detachLog();
-      detachTracing();
+      tracing.detach();
       logger.info({ instanceId }, 'leasehold runner stopped');
     },
     on: (event, fn) => core.on(event, fn),

@@ -89,6 +89,11 @@ test('each run is a span job <id> with its attributes (each attempt of a retry i
   assert.equal(failed.attributes['leasehold.run.outcome'], 'failed');
   const exception = failed.events.find((e) => e.name === 'exception');
   assert.equal(exception?.attributes?.['exception.message'], 'the report failed');
+  const warned = log.lines.find((l) => l['jobId'] === 'failing' && l['outcome'] === 'failed');
+  const warnedSpan = spansOf('failing').find((sp) => sp.attributes['leasehold.run.id'] === warned?.['runId']);
+  assert.ok(warned && warnedSpan, 'the node logged the failure');
+  assert.equal(warned['trace_id'], warnedSpan.spanContext().traceId, "the node's line about the failed run carries its trace");
+  assert.equal(warned['span_id'], warnedSpan.spanContext().spanId);
 
   const attempts = spansOf('retried').map((sp) => [sp.attributes['leasehold.run.attempt'], sp.attributes['leasehold.run.outcome'], sp.status.code]);
   assert.deepEqual(attempts, [[1, 'failed', SpanStatusCode.ERROR], [2, 'succeeded', SpanStatusCode.UNSET]], 'each attempt is a span of its own');

@@ -7,25 +7,32 @@ import type { Logger } from '../logger.js';
 import { formatDuration } from '../schedule/duration.js';
 import type { RunnerCore } from '../runner/runner.js';
 
+/** Options of {@link attachLogListener}. */
+export interface LogListenerOptions {
+  /** Fields to add to the lines about a run in progress (the tracer's `trace_id` and `span_id`). */
+  readonly runFields?: (runId: string) => Readonly<Record<string, string>> | undefined;
+}
+
 /** Subscribes a logger to a runner's events. Returns an unsubscribe function. */
-export function attachLogListener(runner: RunnerCore, log: Logger): () => void {
+export function attachLogListener(runner: RunnerCore, log: Logger, opts: LogListenerOptions = {}): () => void {
   const failing = new Map<string, number>();
+  const traced = (runId: string): Readonly<Record<string, string>> | undefined => opts.runFields?.(runId);
   // Debug lines are built only when they are written: most nodes run at info, many jobs.
   const debug = (): boolean => log.isLevelEnabled('debug');
   const offs = [
     runner.on('runStarted', (e) => {
-      if (debug()) log.debug({ jobId: e.jobId, runId: e.runId, scheduledAt: new Date(e.scheduledAt).toISOString(), lagMs: e.lagMs, fencingToken: e.fencingToken }, 'run started');
+      if (debug()) log.debug({ jobId: e.jobId, runId: e.runId, scheduledAt: new Date(e.scheduledAt).toISOString(), lagMs: e.lagMs, fencingToken: e.fencingToken, ...traced(e.runId) }, 'run started');
     }),
     runner.on('runEnded', (e) => {
       if (e.willRetry) {
-        log.info({ jobId: e.jobId, runId: e.runId, attempt: e.attempt, error: e.error }, 'job "%s": attempt %d failed (%s); retrying', e.jobId, e.attempt, e.error ?? 'no error message');
+        log.info({ jobId: e.jobId, runId: e.runId, attempt: e.attempt, error: e.error, ...traced(e.runId) }, 'job "%s": attempt %d failed (%s); retrying', e.jobId, e.attempt, e.error ?? 'no error message');
         return;
       }
       if (e.outcome === 'succeeded' && !failing.has(e.jobId)) {
-        if (debug()) log.debug({ jobId: e.jobId, runId: e.runId, outcome: e.outcome, durationMs: e.durationMs }, 'run succeeded');
+        if (debug()) log.debug({ jobId: e.jobId, runId: e.runId, outcome: e.outcome, durationMs: e.durationMs, ...traced(e.runId) }, 'run succeeded');
         return;
       }
-      const fields = { jobId: e.jobId, runId: e.runId, outcome: e.outcome, durationMs: e.durationMs };
+      const fields = { jobId: e.jobId, runId: e.runId, outcome: e.outcome, durationMs: e.durationMs, ...traced(e.runId) };
       if (e.outcome === 'succeeded') {
         const streak = failing.get(e.jobId) ?? 0;
         failing.delete(e.jobId);

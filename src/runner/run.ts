@@ -122,8 +122,8 @@ class Run implements ActiveRun {
     };
     this.timeout = p.clock.setTimer(() => this.timedOut(), p.timeoutMs);
     this.watcher = p.lease?.watch(p.leaseMs, (loss) => this.onLeaseLost(loss));
-    p.emitter.emit('runStarted', this.started);
     this.hook = p.hooks?.begin(this.started);
+    p.emitter.emit('runStarted', this.started);
     this.settled = this.settle();
   }
 
@@ -252,8 +252,8 @@ class Run implements ActiveRun {
     this.runId = randomUUID();
     this.log = undefined;
     this.started = { ...this.started, runId: this.runId, startedAt, lagMs: startedAt - this.p.tick, attempt: this.started.attempt + 1 };
-    this.p.emitter.emit('runStarted', this.started);
     this.hook = this.p.hooks?.begin(this.started);
+    this.p.emitter.emit('runStarted', this.started);
   }
 
   private async settle(): Promise<void> {

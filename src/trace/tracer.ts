@@ -72,9 +72,18 @@ class SpanHook implements RunHook {
   }
 }
 
+/** A tracer's run hooks, and what other listeners ask of the spans of runs in progress. */
+export interface RunTracer extends RunHooks {
+  /** A start of a job skipped: an event of the span of its run in progress, if any. */
+  skipped(e: SkippedEvent): void;
+  /** `trace_id` and `span_id` of a run (attempt) in progress, for a log line about it. */
+  logFields(runId: string): Readonly<Record<string, string>> | undefined;
+}
+
 /** The run hooks of a tracer: a span per attempt. */
-export function runTracer(tracer: Tracer = trace.getTracer(TRACER_NAME)): RunHooks & { skipped(e: SkippedEvent): void } {
+export function runTracer(tracer: Tracer = trace.getTracer(TRACER_NAME)): RunTracer {
   const running = new Map<string, SpanHook>();
+  const byRun = new Map<string, SpanHook>();
   return {
     begin(run: RunStartedEvent): RunHook {
       // The job id at the start (for samplers); the rest only when the span records, so that
@@ -92,26 +101,40 @@ export function runTracer(tracer: Tracer = trace.getTracer(TRACER_NAME)): RunHoo
       }
       const hook: SpanHook = new SpanHook(span, () => {
         if (running.get(run.jobId) === hook) running.delete(run.jobId);
+        byRun.delete(run.runId);
       });
       running.set(run.jobId, hook);
+      byRun.set(run.runId, hook);
       return hook;
     },
     skipped(e: SkippedEvent): void {
       running.get(e.jobId)?.skipped(e);
     },
+    logFields: (runId) => byRun.get(runId)?.logFields(),
   };
+}
+
+/** A runner's tracing, attached: see {@link attachTracing}. */
+export interface AttachedTracing {
+  /** `trace_id` and `span_id` of a run in progress (for the log listener's lines about it). */
+  logFields(runId: string): Readonly<Record<string, string>> | undefined;
+  /** Stops tracing. */
+  detach(): void;
 }
 
 /**
  * Traces a runner's runs with the globally registered tracer provider (a no-op until an SDK
- * registers one). Returns a function that stops tracing.
+ * registers one).
  */
-export function attachTracing(runner: TracedRunner, tracer?: Tracer): () => void {
+export function attachTracing(runner: TracedRunner, tracer?: Tracer): AttachedTracing {
   const hooks = runTracer(tracer);
   runner.hooks = hooks;
   const off = runner.on('skipped', (e) => hooks.skipped(e));
-  return () => {
-    off();
-    if (runner.hooks === hooks) runner.hooks = undefined;
+  return {
+    logFields: (runId) => hooks.logFields(runId),
+    detach() {
+      off();
+      if (runner.hooks === hooks) runner.hooks = undefined;
+    },
   };
 }
