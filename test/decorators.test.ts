@@ -86,3 +86,19 @@ test('runner.register: this is the instance, a second class of the same name qua
   await runner2.stop();
   assert.ok(seen.includes('a:first.Counter.tick') && seen.includes('b:second.Counter.tick'), seen.join(','));
 });
+
+test('@Scheduled on a static or private method is refused, naming the method', () => {
+  assert.throws(() => {
+    class Nightly {
+      @Scheduled({ fixedRate: '1s' })
+      static tick(): void {}
+    }
+    return Nightly;
+  }, /\.tick": field "@Scheduled": a scheduled method must be a public instance method .*not a static one/);
+  class Hidden {
+    @Scheduled({ fixedRate: '1s' })
+    // eslint-disable-next-line no-unused-private-class-members -- the decorator is what is tested
+    #tick(): void {}
+  }
+  assert.throws(() => new Hidden(), /job "Hidden\.#tick": field "@Scheduled": a scheduled method must be a public instance method .*not a private one/);
+});

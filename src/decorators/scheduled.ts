@@ -69,11 +69,20 @@ export function Scheduled(options: ScheduledOptions) {
   const file = callerFile();
   return function <This, F extends (this: This, ctx: JobContext) => unknown>(method: F, context: ClassMethodDecoratorContext<This, F>): void {
     const name = String(context.name);
+    if (context.kind !== 'method') {
+      throw new LeaseholdError(ErrorCodes.invalidJob, `@Scheduled on ${String(context.kind)} ${name}: only a method can be a job`);
+    }
     if (context.private || context.static || typeof context.name !== 'string') {
-      throw new LeaseholdError(
-        ErrorCodes.invalidJob,
-        `@Scheduled on ${context.static ? 'static ' : ''}method ${name}: a scheduled method must be a public instance method (it runs with this bound to a registered instance)`,
-      );
+      // Said once the class is known: at its definition for a static method, at construction for a private one.
+      context.addInitializer(function (this: This) {
+        const owner: unknown = context.static ? this : (this as { constructor?: unknown }).constructor;
+        const className = typeof owner === 'function' && owner.name ? owner.name : 'anonymous';
+        throw new LeaseholdError(
+          ErrorCodes.invalidJob,
+          `job "${className}.${name}": field "@Scheduled": a scheduled method must be a public instance method (it runs with this bound to a registered instance), not a ${context.static ? 'static' : 'private'} one`,
+        );
+      });
+      return;
     }
     const list = scheduledOf(method);
     const entry: ScheduledDeclaration = { options, method: name, file };
