@@ -20,7 +20,7 @@ import { createRedis, whenReady, type RedisClient } from './redis/connection.js'
 import { describeTarget, type RedisTarget } from './redis/target.js';
 import { DEFAULT_PREFIX, keys as keyNames } from './redis/keys.js';
 import { redisCoordinator, type RedisCoordinator } from './lease/redis-coordinator.js';
-import { createStatusLayer, type StatusLayer, type StatusLayerOptions } from './status/index.js';
+import { createStatusLayer, packageVersion, type StatusLayer, type StatusLayerOptions } from './status/index.js';
 import type { ClusterStatus } from './status/model.js';
 import { createRunnerMetrics, type RunnerMetrics } from './metrics/prom.js';
 import { createLogger } from './log/logger.js';
@@ -29,6 +29,9 @@ import { leaseholdRoutes, type MetricsSource } from './http/plugin.js';
 import { localRoutes } from './http/local.js';
 import { checkToken } from './http/auth.js';
 import { StatusEvents } from './http/events.js';
+import { Registrations, type RegisterOptions } from './decorators/register.js';
+import { attachTracing } from './trace/tracer.js';
+import { mcpRoutes } from './mcp/http.js';
 
 /** Options of {@link createRunner}. */
 export interface RunnerOptions {
@@ -113,6 +116,13 @@ export interface Runner {
    * widened to `string`; the scope is checked here, as every field is.
    */
   add<S extends string>(job: JobDefinitionLike<S>): JobInfo;
+  /**
+   * Adds every `@Scheduled` method of an instance as a job named `ClassName.method` (or
+   * `<namespace>.ClassName.method` when another registered class has the same name; an
+   * explicit `id` wins), run with `this` bound to the instance.
+   * @throws LeaseholdError naming `Class.method` and the field when one is wrong; then none is added.
+   */
+  register(instance: object, options?: RegisterOptions): JobInfo[];
   /** Starts the timer (and connects to Redis when configured). */
   start(): Promise<void>;
   /** Stops: no new run, a grace for runs in progress, then abort; releases everything. */
@@ -215,6 +225,7 @@ export function attachStatus(opts: AttachStatusOptions, runnerMetrics?: RunnerMe
       ...(readToken ? { readToken } : {}),
       ...(metricsToken ? { metricsToken } : {}),
     });
+    await app.register(mcpRoutes, { api: status.api, adminToken, readToken, now: () => core.now(), version: packageVersion() });
   };
   return {
     ...status,
@@ -238,6 +249,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
   const metricsToken = checkToken(opts.metricsToken, 'metricsToken');
   const core = new RunnerCore({ instanceId, logger, shutdownGraceMs, ...(opts.clock ? { clock: opts.clock } : {}) });
   const detachLog = attachLogListener(core, logger);
+  const detachTracing = attachTracing(core);
   const metrics = createRunnerMetrics(core);
   let coordinator: RedisCoordinator | undefined;
   let leaseConnection: RedisClient | undefined;
@@ -269,13 +281,16 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
   } else {
     logger.warn('no Redis configured: installation jobs run on this node alone and nothing is shared');
   }
+  const add = (job: JobDefinition | JobDefinitionLike<string>): JobInfo => {
+    const view = core.add(job);
+    metrics.addJob(view.job.id, view.job.scope);
+    return jobInfo(view);
+  };
+  const registrations = new Registrations({ add, remove: (id) => core.remove(id) });
   return {
     instanceId,
-    add: (job: JobDefinition | JobDefinitionLike<string>) => {
-      const view = core.add(job);
-      metrics.addJob(view.job.id, view.job.scope);
-      return jobInfo(view);
-    },
+    add,
+    register: (instance, options) => registrations.register(instance, options),
     async start() {
       if (coordinator && leaseConnection) {
         // Do not block long on an absent Redis: claims fail (as failed runs) until it is back.
@@ -291,6 +306,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
       await status?.stop();
       metrics.detach();
       detachLog();
+      detachTracing();
       logger.info({ instanceId }, 'leasehold runner stopped');
     },
     on: (event, fn) => core.on(event, fn),

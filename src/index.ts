@@ -36,6 +36,10 @@ export { parseDuration, type Duration } from './schedule/duration.js';
 export type { RetryOptions } from './schedule/retry.js';
 export { parseCron, type CronSchedule, type ParseCronOptions } from './cron/index.js';
 
+// Jobs on class methods
+export { Scheduled, type ScheduledOptions } from './decorators/scheduled.js';
+export type { RegisterOptions } from './decorators/register.js';
+
 // Running them
 export { createRunner, type Runner, type RunnerOptions, type MetricsRegistry } from './create.js';
 export type { JobInfo } from './runner/runner.js';

@@ -3,9 +3,11 @@
  * @module
  */
 import { parseArgs } from 'node:util';
+import { resolve } from 'node:path';
 import { ErrorCodes, LeaseholdError, errorMessage, isLeaseholdError } from '../errors.js';
 import { createLogger, logFormat } from '../log/logger.js';
 import { checkJobs, normalizeJobs, type JobDefinition } from '../schedule/job.js';
+import { expandExport } from '../decorators/register.js';
 import { createRunner } from '../create.js';
 import { CONFIG, helpOption, readConfig } from './config.js';
 import type { CommandHelp } from './help.js';
@@ -48,12 +50,14 @@ function parseFlags(args: string[]): Record<string, string | boolean | undefined
  * Every check (including duplicate ids) before anything starts. Like `check`, names every
  * invalid job, one a line; the error has the code of the first (which sets the exit status).
  */
-function checkAllJobs(jobs: unknown[]): void {
+function checkAllJobs(jobs: unknown[], decorated: readonly LeaseholdError[]): void {
   try {
+    const firstDecorated = decorated[0];
+    if (firstDecorated) throw firstDecorated;
     normalizeJobs(jobs);
   } catch (first) {
     if (!isLeaseholdError(first)) throw first;
-    const all = checkJobs(jobs);
+    const all = [...decorated.map((e) => e.message), ...checkJobs(jobs)];
     throw new LeaseholdError(first.code, all.length > 1 ? all.join('\nleasehold: ') : first.message, { cause: first });
   }
 }
@@ -63,8 +67,8 @@ export async function runStart(args: string[]): Promise<number> {
   const config = readConfig(parseFlags(args), process.env);
   if (!config.jobs) throw new LeaseholdError(ErrorCodes.invalidConfig, 'start: --jobs <module> is required');
   const logger = createLogger({ level: config.logLevel, format: logFormat(config.logFormat, process.stdout.isTTY === true) });
-  const jobs = await loadJobsModule(config.jobs);
-  checkAllJobs(jobs);
+  const { jobs, errors: decorated } = expandExport(await loadJobsModule(config.jobs), resolve(config.jobs));
+  checkAllJobs(jobs, decorated);
   let privateRedis: PrivateRedis | undefined;
   if (config.privateRedis && !config.redisUrl && !config.redisClusterNodes && !config.redisSentinels) {
     privateRedis = await startPrivateRedis();
