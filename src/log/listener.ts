@@ -62,7 +62,8 @@ export function attachLogListener(runner: RunnerCore, log: Logger, opts: LogList
     }),
     runner.on('warning', (e) => log.warn({ jobId: e.jobId }, e.message)),
     runner.on('clockStep', (e) => {
-      const size = formatDuration(Math.abs(e.stepMs));
+      // Wall and monotonic clocks are read a moment apart, so a step of an hour measures 3599999 ms: say it to the second.
+      const size = formatDuration(Math.max(1_000, Math.round(Math.abs(e.stepMs) / 1_000) * 1_000));
       const what = e.replanned ? 'every job is planned again from the new time' : 'the schedule keeps Redis time and does not move';
       log.warn({ stepMs: e.stepMs }, 'the wall clock stepped %s by %s; %s', e.stepMs > 0 ? 'forward' : 'back', size, what);
     }),
