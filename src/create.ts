@@ -225,7 +225,7 @@ export function attachStatus(opts: AttachStatusOptions, runnerMetrics?: RunnerMe
       ...(readToken ? { readToken } : {}),
       ...(metricsToken ? { metricsToken } : {}),
     });
-    await app.register(mcpRoutes, { api: status.api, adminToken, readToken, now: () => core.now(), version: packageVersion() });
+    await app.register(mcpRoutes, { api: status.api, instanceId: core.instanceId, adminToken, readToken, now: () => core.now(), version: packageVersion() });
   };
   return {
     ...status,

@@ -204,8 +204,14 @@ test('over HTTP with a read token: /mcp answers 401 without it, and the read tok
     const bare = await fetch(`${address}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) });
     assert.equal(bare.status, 401);
     assert.equal(bare.headers.get('www-authenticate'), 'Bearer');
+    assert.equal(bare.headers.get('x-leasehold-node'), 'm-read');
     assert.match(JSON.stringify(await bare.json()), /reads need the read token/);
-    assert.equal((await fetch(`${address}/mcp`)).status, 405);
+    const get = await fetch(`${address}/mcp`);
+    assert.equal(get.status, 405);
+    assert.equal(get.headers.get('x-leasehold-node'), 'm-read');
+    const listed = await fetch(`${address}/mcp`, { method: 'POST', headers: { authorization: 'Bearer read-only-token', 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'curl', version: '1' } } }) });
+    assert.equal(listed.status, 200);
+    assert.equal(listed.headers.get('x-leasehold-node'), 'm-read', 'the answering node is named on MCP answers too');
     const reader = await connect(http(address, 'read-only-token'));
     try {
       assert.equal((await reader.call('list_jobs')).isError, false);

@@ -8,12 +8,15 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { bearerChecker, readAccess, type AuthDecision } from '../http/auth.js';
+import { NODE_HEADER } from '../http/plugin.js';
 import type { ManageApi } from '../status/api.js';
 import { createMcpServer } from './tools.js';
 
 /** Options of {@link mcpRoutes}. */
 export interface McpRoutesOptions {
   readonly api: ManageApi;
+  /** This node's id, sent in the `x-leasehold-node` header as on every route. */
+  readonly instanceId: string;
   readonly adminToken?: string | undefined;
   readonly readToken?: string | undefined;
   readonly now: () => number;
@@ -40,6 +43,9 @@ export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, opts)
   const access = readAccess(opts.readToken, opts.adminToken);
   const adminConfigured = opts.adminToken !== undefined && opts.adminToken !== '';
 
+  app.addHook('onRequest', async (_req, reply) => {
+    void reply.header(NODE_HEADER, opts.instanceId);
+  });
   app.post('/mcp', async (req, reply) => {
     const authorization = req.headers.authorization;
     const read = access.check(authorization, undefined);
@@ -48,6 +54,7 @@ export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, opts)
     }
     const server = createMcpServer({ api: opts.api, refuseMutation: mutationRefusal(adminCheck(authorization), adminConfigured), now: opts.now, version: opts.version });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    reply.raw.setHeader(NODE_HEADER, opts.instanceId);
     reply.hijack();
     reply.raw.on('close', () => {
       void transport.close();
