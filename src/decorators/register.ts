@@ -112,6 +112,8 @@ export function nameJobs(registrations: readonly Registration[]): { jobs: Decora
         continue;
       }
       if (!first) continue;
+      // `@Async` on a `@Scheduled` method is refused here too, once `@Async` exists: the run
+      // would end as soon as the work was queued, so runs could overlap and a lease be released early.
       if (m.fn.length > 1) {
         errors.push(new LeaseholdError(ErrorCodes.invalidJob, `${at}: field "parameters": the method declares ${m.fn.length} parameters; a scheduled method takes the run context as its only argument`));
         continue;
