@@ -6,13 +6,14 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createRunner, Scheduled, LeaseholdError, type JobContext } from '../src/index.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
-import { runLeasehold, spawnLeasehold } from './helpers/node.js';
+import { BIN, ROOT, runLeasehold, spawnLeasehold } from './helpers/node.js';
 import { readRuns, duplicateTicks } from './helpers/runs.js';
 import { memoryLogger } from './helpers/log.js';
 
@@ -101,4 +102,13 @@ test('@Scheduled on a static or private method is refused, naming the method', (
     #tick(): void {}
   }
   assert.throws(() => new Hidden(), /job "Hidden\.#tick": field "@Scheduled": a scheduled method must be a public instance method .*not a private one/);
+});
+
+test('a project compiled with experimentalDecorators is told to turn it off', async () => {
+  const cwd = join(ROOT, 'test', 'fixtures', 'legacy-decorators');
+  const r = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+    execFile(process.execPath, [BIN, 'check', 'jobs.ts'], { cwd }, (err, _stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stderr }));
+  });
+  assert.equal(r.code, 1, r.stderr);
+  assert.match(r.stderr, /@Scheduled on tick: @Scheduled is a standard TypeScript 5 decorator; turn "experimentalDecorators" off in tsconfig\.json/);
 });

@@ -68,6 +68,10 @@ export function scheduledOf(method: unknown): readonly ScheduledDeclaration[] | 
 export function Scheduled(options: ScheduledOptions) {
   const file = callerFile();
   return function <This, F extends (this: This, ctx: JobContext) => unknown>(method: F, context: ClassMethodDecoratorContext<This, F>): void {
+    // Compiled with `experimentalDecorators`, a decorator is called as (prototype, key, descriptor).
+    if (typeof context !== 'object' || context === null || !('kind' in context)) {
+      throw new LeaseholdError(ErrorCodes.invalidJob, `@Scheduled on ${String(context)}: @Scheduled is a standard TypeScript 5 decorator; turn "experimentalDecorators" off in tsconfig.json`);
+    }
     const name = String(context.name);
     if (context.kind !== 'method') {
       throw new LeaseholdError(ErrorCodes.invalidJob, `@Scheduled on ${String(context.kind)} ${name}: only a method can be a job`);
