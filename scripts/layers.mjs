@@ -22,9 +22,10 @@ export const LAYERS = {
   log: { may: ['runner', 'schedule'], noPackages: ['ioredis', 'fastify', 'prom-client'] },
   http: { may: ['status', 'schedule'], noPackages: ['ioredis', 'prom-client'] },
   mcp: { may: ['status', 'http', 'schedule', 'cron'], noPackages: ['ioredis', 'prom-client', 'pino'] },
-  create: { may: ['decorators', 'trace', 'mcp', 'runner', 'lease', 'redis', 'status', 'metrics', 'log', 'http', 'schedule', 'cron'], noPackages: [] },
-  cli: { may: ['create', 'decorators', 'mcp', 'status', 'redis', 'http', 'log', 'schedule', 'cron'], noPackages: [] },
-  index: { may: ['create', 'decorators', 'runner', 'lease', 'status', 'schedule', 'cron', 'metrics', 'log', 'http', 'redis'], noPackages: [] },
+  tasks: { may: ['runner', 'redis', 'schedule'], noPackages: ['fastify', 'pino', 'prom-client'] },
+  create: { may: ['decorators', 'trace', 'mcp', 'tasks', 'runner', 'lease', 'redis', 'status', 'metrics', 'log', 'http', 'schedule', 'cron'], noPackages: [] },
+  cli: { may: ['create', 'decorators', 'mcp', 'tasks', 'status', 'redis', 'http', 'log', 'schedule', 'cron'], noPackages: [] },
+  index: { may: ['create', 'decorators', 'tasks', 'runner', 'lease', 'status', 'schedule', 'cron', 'metrics', 'log', 'http', 'redis'], noPackages: [] },
 };
 
 /** Modules the runner may reach in `lease/`: the port and the local stand-in, not the Redis side. */

@@ -40,6 +40,21 @@ export { parseCron, type CronSchedule, type ParseCronOptions } from './cron/inde
 export { Scheduled, type ScheduledOptions } from './decorators/scheduled.js';
 export type { RegisterOptions } from './decorators/register.js';
 
+// Background tasks
+export {
+  defineTask,
+  ExecutorKinds,
+  type TaskDefinition,
+  type TaskContext,
+  type TaskHandler,
+  type TaskHandle,
+  type SubmitOptions,
+  type ExecutorConfig,
+  type ExecutorKind,
+  type ExecutorStats,
+} from './tasks/index.js';
+export { JobThreads, type JobThread } from './schedule/job.js';
+
 // Running them
 export { createRunner, type Runner, type RunnerOptions, type MetricsRegistry } from './create.js';
 export type { JobInfo } from './runner/runner.js';
@@ -65,6 +80,7 @@ export {
   type JobStateEvent,
   type JobRemovedEvent,
   type ClockStepEvent,
+  type TaskEndedEvent,
 } from './runner/events.js';
 
 // The cluster's status

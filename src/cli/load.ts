@@ -60,6 +60,29 @@ export async function loadJobsModule(path: string): Promise<unknown[]> {
   return exported;
 }
 
+/** What a jobs module exports beside its jobs: `executors` (by name) and `tasks` (an array). */
+export interface ModuleExtras {
+  readonly executors: unknown;
+  readonly tasks: unknown[];
+  /** The module's URL, which worker threads load. */
+  readonly url: string;
+}
+
+/**
+ * The executors and tasks a jobs module exports beside its jobs (after {@link loadJobsModule},
+ * which loaded it: the module is not evaluated again).
+ * @throws LeaseholdError `invalidModule` when `tasks` is not an array.
+ */
+export async function loadModuleExtras(path: string): Promise<ModuleExtras> {
+  const url = pathToFileURL(resolve(path)).href;
+  let mod = (await import(url)) as Record<string, unknown>;
+  // A CommonJS module compiled by tsx: its exports under `default`.
+  if (!('tasks' in mod) && !('executors' in mod) && typeof mod['default'] === 'object' && mod['default'] !== null && !Array.isArray(mod['default'])) mod = mod['default'] as Record<string, unknown>;
+  const tasks = mod['tasks'] ?? [];
+  if (!Array.isArray(tasks)) throw new LeaseholdError(ErrorCodes.invalidModule, `jobs module ${path}: its export "tasks" must be an array of tasks, got ${typeof tasks}`);
+  return { executors: mod['executors'], tasks, url };
+}
+
 let typeScriptRegistered = false;
 
 /**

@@ -8,10 +8,11 @@ import { ErrorCodes, LeaseholdError, errorMessage, isLeaseholdError } from '../e
 import { createLogger, logFormat } from '../log/logger.js';
 import { checkJobs, normalizeJobs, type JobDefinition } from '../schedule/job.js';
 import { expandExport } from '../decorators/register.js';
-import { createRunner } from '../create.js';
+import { createRunner, type RunnerOptions } from '../create.js';
+import type { TaskDefinition } from '../tasks/index.js';
 import { CONFIG, helpOption, readConfig } from './config.js';
 import type { CommandHelp } from './help.js';
-import { loadJobsModule } from './load.js';
+import { loadJobsModule, loadModuleExtras } from './load.js';
 import { startPrivateRedis, type PrivateRedis } from './private-redis.js';
 import { startHttpServer } from '../http/server.js';
 import { redactUrl, splitList } from '../redis/target.js';
@@ -62,6 +63,11 @@ function checkAllJobs(jobs: unknown[], decorated: readonly LeaseholdError[]): vo
   }
 }
 
+/** A job with `thread: 'worker'` and no module of its own. */
+function onWorkerThread(job: unknown): boolean {
+  return typeof job === 'object' && job !== null && (job as JobDefinition).thread === 'worker' && (job as JobDefinition).module === undefined;
+}
+
 /** Runs a node; resolves to the exit code once it has stopped. */
 export async function runStart(args: string[]): Promise<number> {
   const config = readConfig(parseFlags(args), process.env);
@@ -69,6 +75,7 @@ export async function runStart(args: string[]): Promise<number> {
   const logger = createLogger({ level: config.logLevel, format: logFormat(config.logFormat, process.stdout.isTTY === true) });
   const { jobs, errors: decorated } = expandExport(await loadJobsModule(config.jobs), resolve(config.jobs));
   checkAllJobs(jobs, decorated);
+  const extras = await loadModuleExtras(config.jobs);
   let privateRedis: PrivateRedis | undefined;
   if (config.privateRedis && !config.redisUrl && !config.redisClusterNodes && !config.redisSentinels) {
     privateRedis = await startPrivateRedis();
@@ -88,8 +95,11 @@ export async function runStart(args: string[]): Promise<number> {
     ...(config.metricsToken ? { metricsToken: config.metricsToken } : {}),
     ...(config.recentRuns !== undefined ? { recentRuns: config.recentRuns } : {}),
     ...(config.handoffDelay !== undefined ? { handoffDelay: config.handoffDelay } : {}),
+    ...(extras.executors !== undefined ? { executors: extras.executors as RunnerOptions['executors'] } : {}),
   });
-  for (const job of jobs) runner.add(job as JobDefinition);
+  // A job on a worker thread is loaded there from the jobs module.
+  for (const job of jobs) runner.add(onWorkerThread(job) ? { ...(job as JobDefinition), module: extras.url } : (job as JobDefinition));
+  for (const task of extras.tasks) runner.addTask(task as TaskDefinition);
   await runner.start();
   let http: Awaited<ReturnType<typeof startHttpServer>>;
   try {

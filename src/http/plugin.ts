@@ -20,6 +20,9 @@ import { JOB_ID_PATTERN } from '../schedule/job.js';
 /** Prometheus text of this node's metrics, as `GET /metrics` serves it. */
 export type MetricsSource = () => Promise<{ contentType: string; text: string }>;
 
+/** The cluster's executors, as `GET /manage/executors` lists them (rows of the tasks layer's figures). */
+export type ExecutorsSource = () => Promise<readonly object[]>;
+
 /** Options of {@link leaseholdRoutes}. */
 export interface LeaseholdRoutesOptions {
   readonly api: ManageApi;
@@ -46,6 +49,8 @@ export interface LeaseholdRoutesOptions {
   readonly events?: StatusEvents;
   /** Timers of the event streams the plugin makes. Default the system's. */
   readonly clock?: Timers;
+  /** The executors of background tasks, for `GET /manage/executors`; without it the list is empty. */
+  readonly executors?: ExecutorsSource;
 }
 
 /** The response header that names the node that answered. */
@@ -113,7 +118,7 @@ function onError(app: FastifyInstance) {
 }
 
 /**
- * The routes: `GET /manage/jobs`, `GET /manage/jobs/:id`, `POST /manage/jobs/:id/run`,
+ * The routes: `GET /manage/jobs`, `GET /manage/jobs/:id`, `GET /manage/executors`, `POST /manage/jobs/:id/run`,
  * `.../pause`, `.../resume`, `GET /health` (and `/health/live`, `/health/ready` for
  * probes), `GET /metrics`, and the status page: `GET /manage/ui`, `GET /manage/events`,
  * `GET /manage/access`, `POST /manage/login`, `POST /manage/logout`. Each answer has an `X-Leasehold-Node` header naming this node. Register
@@ -159,6 +164,8 @@ export const leaseholdRoutes: FastifyPluginAsync<LeaseholdRoutesOptions> = async
   app.get('/manage/jobs', { schema: { headers, querystring: query }, onRequest: readOnly }, async (_req, reply) =>
     reply.type('application/json; charset=utf-8').send(await api.clusterJson()),
   );
+
+  app.get('/manage/executors', { schema: { headers, querystring: query }, onRequest: readOnly }, async () => ({ executors: opts.executors ? await opts.executors() : [] }));
 
   app.get<{ Params: { id: string } }>('/manage/jobs/:id', { schema: { headers, querystring: query, params }, onRequest: readOnly }, async (req, reply) => {
     const job = await api.job(req.params.id);

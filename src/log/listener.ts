@@ -17,6 +17,7 @@ export interface LogListenerOptions {
 export function attachLogListener(runner: RunnerCore, log: Logger, opts: LogListenerOptions = {}): () => void {
   const failing = new Map<string, number>();
   const traced = (runId: string): Readonly<Record<string, string>> | undefined => opts.runFields?.(runId);
+  const failingTasks = new Map<string, number>();
   // Debug lines are built only when they are written: most nodes run at info, many jobs.
   const debug = (): boolean => log.isLevelEnabled('debug');
   const offs = [
@@ -51,6 +52,29 @@ export function attachLogListener(runner: RunnerCore, log: Logger, opts: LogList
       } else {
         log.debug({ ...fields, error: e.error, streak }, 'run unsuccessful again');
       }
+    }),
+    runner.on('taskEnded', (e) => {
+      // As for jobs: per task, the first failure and the recovery, not every repeat.
+      const fields = { task: e.task, taskId: e.taskId, executor: e.executor, outcome: e.outcome, durationMs: Math.round(e.durationMs), ...(e.attempt > 1 ? { attempt: e.attempt } : {}) };
+      if (e.outcome === 'succeeded') {
+        const streak = failingTasks.get(e.task);
+        if (streak === undefined) return;
+        failingTasks.delete(e.task);
+        log.info({ ...fields, failedTasks: streak }, 'task "%s" recovered after %d unsuccessful runs', e.task, streak);
+        return;
+      }
+      if (e.willRetry) {
+        if (debug()) log.debug({ ...fields, error: e.error }, 'task attempt failed; retrying');
+        return;
+      }
+      if (e.outcome === 'interrupted' || e.outcome === 'cancelled') {
+        if (debug()) log.debug({ ...fields, error: e.error }, 'task %s', e.outcome);
+        return;
+      }
+      const streak = (failingTasks.get(e.task) ?? 0) + 1;
+      failingTasks.set(e.task, streak);
+      if (streak === 1) log.warn({ ...fields, err: e.cause instanceof Error ? e.cause : undefined, error: e.error }, 'task "%s" %s: %s', e.task, e.outcome, e.error ?? 'no error message');
+      else if (debug()) log.debug({ ...fields, error: e.error, streak }, 'task unsuccessful again');
     }),
     runner.on('skipped', (e) => {
       if (debug()) log.debug({ jobId: e.jobId, reason: e.reason, scheduledAt: new Date(e.scheduledAt).toISOString() }, 'start skipped');

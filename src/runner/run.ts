@@ -11,7 +11,7 @@ import { RunContext, guardSignal } from './context.js';
 import { formatDuration } from '../schedule/duration.js';
 import { retryDelayMs } from '../schedule/retry.js';
 import type { HeldLease, LeaseLoss, LeaseWatchHandle } from '../lease/port.js';
-import type { Emitter, RunOutcome, RunStartedEvent } from './events.js';
+import { ABORT_OUTCOMES, type Emitter, type RunOutcome, type RunStartedEvent } from './events.js';
 import type { RunHook, RunHooks } from './hooks.js';
 
 /** How long after an abort a handler that ignores its signal is reported with the abort's outcome. */
@@ -69,12 +69,7 @@ export interface RunParams {
   readonly hooks?: RunHooks | undefined;
 }
 
-const OUTCOME_OF: Record<AbortReasonCode, RunOutcome> = {
-  timeout: 'timedOut',
-  lockLost: 'lockLost',
-  shutdown: 'interrupted',
-  cancelled: 'cancelled',
-};
+const OUTCOME_OF = ABORT_OUTCOMES;
 
 /** Starts a run: calls the handler, arms its timeout and lease watcher. */
 export function executeRun(p: RunParams): ActiveRun {
