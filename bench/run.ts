@@ -1,7 +1,9 @@
 /**
  * `npm run bench`: leasehold, BullMQ job schedulers and croner+redlock side by side.
  *
- * Environment: `BENCH_QUICK=1` (short mode), `BENCH_SCENARIOS=S1,S3`,
+ * Environment: `BENCH_QUICK=1` (short mode), `BENCH_SCENARIOS=S1,S3` (S6 and S7, the
+ * background tasks' scenarios, run after the others: `BENCH_S6_TASKS`, `BENCH_S7_SECONDS`,
+ * `BENCH_TASKS_OUT`, default bench/results/tasks.json),
  * `BENCH_SYSTEMS=leasehold,bullmq`, `BENCH_S5_NODES` (S5's sizes, default 3,9,27),
  * `BENCH_LEASE_MS` (default 5000), `BENCH_REDIS_HZ`
  * (default 10), `BENCH_OUT` (default bench/results/latest.json; with BENCH_QUICK,
@@ -17,9 +19,32 @@ import { runBench, writeResults } from './harness.js';
 import { readSettings } from './scenarios.js';
 import { formatTable } from './table.js';
 import { checkTargets, formatTargets } from './targets.js';
+import { formatTaskTables, runS6, runS7 } from './tasks.js';
+import { writeFile } from 'node:fs/promises';
+
+/** S6 and S7 (background tasks) run on their own, after the others: `BENCH_SCENARIOS` names them too. */
+const TASK_SCENARIOS = ['S6', 'S7'];
+
+async function tasksBench(env: NodeJS.ProcessEnv): Promise<void> {
+  const wanted = env['BENCH_SCENARIOS']?.split(',').map((s) => s.trim()) ?? TASK_SCENARIOS;
+  const log = (line: string): void => void process.stderr.write(`${line}\n`);
+  const s6 = wanted.includes('S6') ? await runS6(log) : undefined;
+  const s7 = wanted.includes('S7') ? await runS7(log) : undefined;
+  if (!s6 && !s7) return;
+  const out = env['BENCH_TASKS_OUT'] ?? fileURLToPath(new URL('./results/tasks.json', import.meta.url));
+  await writeFile(out, `${JSON.stringify({ s6, s7 }, null, 2)}\n`);
+  process.stdout.write(`\n${formatTaskTables(s6, s7)}\n\nwritten to ${out}\n`);
+}
 
 async function main(): Promise<void> {
-  const settings = readSettings(process.env, fileURLToPath(new URL('./results/latest.json', import.meta.url)));
+  const scenarios = process.env['BENCH_SCENARIOS']?.split(',').map((x) => x.trim());
+  const others = scenarios?.filter((x) => !TASK_SCENARIOS.includes(x));
+  if (others === undefined || others.length > 0) await mainScenarios({ ...process.env, ...(others ? { BENCH_SCENARIOS: others.join(',') } : {}) });
+  await tasksBench(process.env);
+}
+
+async function mainScenarios(env: NodeJS.ProcessEnv): Promise<void> {
+  const settings = readSettings(env, fileURLToPath(new URL('./results/latest.json', import.meta.url)));
   if (settings.systems.includes('leasehold') && !existsSync(`${ROOT}dist/index.js`)) {
     throw new Error('dist/index.js is missing: run `npm run build` first');
   }

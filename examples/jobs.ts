@@ -56,6 +56,21 @@ export default [
     },
   }),
 
+  // CPU-heavy: on a worker thread it stalls neither the other jobs nor the lease watchers. The
+  // CLI loads this module in the thread; a timeout or a lost lease terminates the thread.
+  defineJob({
+    id: 'recompute-scores',
+    scope: 'installation',
+    fixedRate: '30s',
+    thread: 'worker',
+    timeout: '20s',
+    run(ctx) {
+      let score = 0;
+      for (let i = 0; i < 5_000_000; i++) score = (score * 31 + i) % 1_000_003;
+      ctx.log.info({ score }, 'scores recomputed on a worker thread');
+    },
+  }),
+
   // Honours its signal: a timeout, a lost lease or a shutdown stops it between batches.
   defineJob({
     id: 'export-batches',

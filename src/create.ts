@@ -20,15 +20,19 @@ import { createRedis, whenReady, type RedisClient } from './redis/connection.js'
 import { describeTarget, type RedisTarget } from './redis/target.js';
 import { DEFAULT_PREFIX, keys as keyNames } from './redis/keys.js';
 import { redisCoordinator, type RedisCoordinator } from './lease/redis-coordinator.js';
-import { createStatusLayer, type StatusLayer, type StatusLayerOptions } from './status/index.js';
+import { createStatusLayer, packageVersion, type StatusLayer, type StatusLayerOptions } from './status/index.js';
 import type { ClusterStatus } from './status/model.js';
 import { createRunnerMetrics, type RunnerMetrics } from './metrics/prom.js';
 import { createLogger } from './log/logger.js';
 import { attachLogListener } from './log/listener.js';
-import { leaseholdRoutes, type MetricsSource } from './http/plugin.js';
+import { leaseholdRoutes, type ExecutorsSource, type MetricsSource } from './http/plugin.js';
 import { localRoutes } from './http/local.js';
 import { checkToken } from './http/auth.js';
 import { StatusEvents } from './http/events.js';
+import { Registrations, type RegisterOptions } from './decorators/register.js';
+import { attachTracing } from './trace/tracer.js';
+import { mcpRoutes } from './mcp/http.js';
+import { ExecutorBoard, Tasks, queueExecutor, resolveExecutors, withThread, type ExecutorConfig, type ExecutorStats, type SubmitOptions, type TaskDefinition, type TaskHandle } from './tasks/index.js';
 
 /** Options of {@link createRunner}. */
 export interface RunnerOptions {
@@ -86,6 +90,12 @@ export interface RunnerOptions {
    * has not (dead, stalled, or not seeing the same live nodes). Default `100ms`.
    */
   readonly handoffDelay?: Duration;
+  /**
+   * The executors of background tasks, by name: `{ reports: { kind: 'worker', concurrency: 2 } }`.
+   * An executor used but not configured is a `loop` with the defaults; the environment
+   * (`LEASEHOLD_EXECUTOR_<NAME>_CONCURRENCY`, ...) overrides what is given here.
+   */
+  readonly executors?: Readonly<Record<string, ExecutorConfig>>;
 }
 
 /**
@@ -113,6 +123,13 @@ export interface Runner {
    * widened to `string`; the scope is checked here, as every field is.
    */
   add<S extends string>(job: JobDefinitionLike<S>): JobInfo;
+  /**
+   * Adds every `@Scheduled` method of an instance as a job named `ClassName.method` (or
+   * `<namespace>.ClassName.method` when another registered class has the same name; an
+   * explicit `id` wins), run with `this` bound to the instance.
+   * @throws LeaseholdError naming `Class.method` and the field when one is wrong; then none is added.
+   */
+  register(instance: object, options?: RegisterOptions): JobInfo[];
   /** Starts the timer (and connects to Redis when configured). */
   start(): Promise<void>;
   /** Stops: no new run, a grace for runs in progress, then abort; releases everything. */
@@ -144,6 +161,26 @@ export interface Runner {
   readonly metrics: MetricsRegistry;
   /** The cluster's status, read from Redis (what `GET /manage/jobs` returns). */
   status(): Promise<ClusterStatus>;
+  /**
+   * Registers a background task on this node: it can be submitted by id, and this node runs it
+   * when it comes off its queue executor's queue. Throws a LeaseholdError naming the task and
+   * the field when it is wrong.
+   */
+  addTask<P, R>(task: TaskDefinition<P, R>): void;
+  /**
+   * Submits a task (its definition, or the id of one registered here) with its payload. Resolves
+   * once the task is accepted (queued in memory, or persisted for a queue executor) with a
+   * handle whose `result()` is the task's result; rejects with `queueFull`, `shutdown`,
+   * `invalidTask` (a bad option, or a payload a worker thread or queue cannot take).
+   */
+  submit<P, R>(task: TaskDefinition<P, R> | string, payload: P, options?: SubmitOptions): Promise<TaskHandle<R>>;
+  /** Cancels a task waiting or running on this node (outcome `cancelled`); false when none has the id. */
+  cancelTask(taskId: string): boolean;
+  /**
+   * The cluster's executors (what `GET /manage/executors` answers): a row per node for loop and
+   * worker executors, and a queue executor's counts from its queue. Without Redis, this node's.
+   */
+  executors(): Promise<ExecutorStats[]>;
 }
 
 /** The runner's option names, as its configuration errors show them. */
@@ -168,6 +205,8 @@ export function resolveRunnerOptions(opts: RunnerOptions): { instanceId: string;
 
 /** Options of {@link attachStatus}: the status layer's, and the tokens of the routes. */
 export interface AttachStatusOptions extends Omit<StatusLayerOptions, 'onNewJob'> {
+  /** The cluster's executors, for `GET /manage/executors`. */
+  readonly executors?: ExecutorsSource;
   readonly adminToken?: string;
   readonly readToken?: string;
   readonly metricsToken?: string;
@@ -186,7 +225,7 @@ export interface AttachedStatus extends StatusLayer {
  * HTTP routes. `start()` before `core.start()`; `stop()` after `core.stop()`.
  */
 export function attachStatus(opts: AttachStatusOptions, runnerMetrics?: RunnerMetrics): AttachedStatus {
-  const { adminToken, readToken, metricsToken, ...statusOptions } = opts;
+  const { adminToken, readToken, metricsToken, executors, ...statusOptions } = opts;
   const core = opts.core;
   const metrics = runnerMetrics ?? createRunnerMetrics(core);
   const status = createStatusLayer({
@@ -204,17 +243,19 @@ export function attachStatus(opts: AttachStatusOptions, runnerMetrics?: RunnerMe
   });
   const registry = metrics.registry;
   // The page's event streams end when the runner stops, before Redis is closed under them.
-  const events = new StatusEvents({ api: status.api, clock: core.clock, onReadError: (err) => opts.logger.debug({ err }, 'status events: reading the status failed') });
+  const events = new StatusEvents({ api: status.api, clock: core.clock, ...(executors ? { executors } : {}), onReadError: (err) => opts.logger.debug({ err }, 'status events: reading the status failed') });
   const routes: FastifyPluginAsync = async (app) => {
     await app.register(leaseholdRoutes, {
       api: status.api,
       instanceId: core.instanceId,
       metrics: metricsSource(registry),
       events,
+      ...(executors ? { executors } : {}),
       ...(adminToken ? { adminToken } : {}),
       ...(readToken ? { readToken } : {}),
       ...(metricsToken ? { metricsToken } : {}),
     });
+    await app.register(mcpRoutes, { api: status.api, instanceId: core.instanceId, adminToken, readToken, now: () => core.now(), version: packageVersion() });
   };
   return {
     ...status,
@@ -237,8 +278,25 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
   const readToken = checkToken(opts.readToken, 'readToken');
   const metricsToken = checkToken(opts.metricsToken, 'metricsToken');
   const core = new RunnerCore({ instanceId, logger, shutdownGraceMs, ...(opts.clock ? { clock: opts.clock } : {}) });
-  const detachLog = attachLogListener(core, logger);
+  const tracing = attachTracing(core);
+  const executorConfigs = resolveExecutors(opts.executors);
+  const detachLog = attachLogListener(core, logger, { runFields: tracing.logFields });
   const metrics = createRunnerMetrics(core);
+  const redisWhere = opts.redis ? { client: opts.redis } : target ? { target } : undefined;
+  const tasks: Tasks = new Tasks({
+    instanceId,
+    clock: core.clock,
+    logger,
+    emitter: core.emitter,
+    executors: executorConfigs,
+    prefix,
+    ...(redisWhere
+      ? {
+          queue: queueExecutor(redisWhere, prefix),
+          board: new ExecutorBoard({ where: redisWhere, key: keyNames(prefix).executors, instanceId, clock: core.clock, logger, rows: (): ExecutorStats[] => tasks.localStats() }),
+        }
+      : {}),
+  });
   let coordinator: RedisCoordinator | undefined;
   let leaseConnection: RedisClient | undefined;
   let status: AttachedStatus | undefined;
@@ -261,6 +319,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
       ...(opts.failingStreak !== undefined ? { failingStreak: opts.failingStreak } : {}),
       ...(opts.recentRuns !== undefined ? { recentRuns: opts.recentRuns } : {}),
       ...(opts.handoffDelay !== undefined ? { handoffMs: parseDuration(opts.handoffDelay, 'handoffDelay', true) } : {}),
+      executors: () => tasks.clusterStats(),
       },
       metrics,
     );
@@ -269,13 +328,17 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
   } else {
     logger.warn('no Redis configured: installation jobs run on this node alone and nothing is shared');
   }
+  metrics.executorFigures(async () => (await tasks.stats()).map((e) => ({ executor: e.name, queued: e.queued, active: e.active })));
+  const add = (job: JobDefinition | JobDefinitionLike<string>): JobInfo => {
+    const view = core.add(withThread(job, tasks));
+    metrics.addJob(view.job.id, view.job.scope);
+    return jobInfo(view);
+  };
+  const registrations = new Registrations({ add, remove: (id) => core.remove(id) });
   return {
     instanceId,
-    add: (job: JobDefinition | JobDefinitionLike<string>) => {
-      const view = core.add(job);
-      metrics.addJob(view.job.id, view.job.scope);
-      return jobInfo(view);
-    },
+    add,
+    register: (instance, options) => registrations.register(instance, options),
     async start() {
       if (coordinator && leaseConnection) {
         // Do not block long on an absent Redis: claims fail (as failed runs) until it is back.
@@ -283,14 +346,17 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
         await coordinator.start();
       }
       await status?.start();
+      tasks.startConsumers();
       core.start();
       logger.info({ instanceId, jobs: core.jobs().length }, 'leasehold runner started');
     },
     async stop() {
-      await core.stop();
+      tasks.closeIntake();
+      await Promise.all([core.stop(), tasks.stop(shutdownGraceMs)]);
       await status?.stop();
       metrics.detach();
       detachLog();
+      tracing.detach();
       logger.info({ instanceId }, 'leasehold runner stopped');
     },
     on: (event, fn) => core.on(event, fn),
@@ -300,12 +366,16 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
     cancel: (id) => core.cancel(id),
     routes: status
       ? status.routes
-      : async (app) => app.register(localRoutes, { instanceId, metrics: metricsSource(metrics.registry), ...(readToken ? { readToken } : {}), ...(metricsToken ? { metricsToken } : {}) }),
+      : async (app) => app.register(localRoutes, { instanceId, metrics: metricsSource(metrics.registry), executors: () => tasks.clusterStats(), ...(readToken ? { readToken } : {}), ...(metricsToken ? { metricsToken } : {}) }),
     metrics: metrics.registry,
     status: async () => {
       if (!status) throw new LeaseholdError(ErrorCodes.invalidState, 'the job status is kept in Redis: configure redisUrl, redisClusterNodes, redisSentinels or redis');
       return status.read();
     },
+    addTask: (task) => void tasks.add(task as TaskDefinition),
+    submit: (task, payload, options) => tasks.submit(task as TaskDefinition | string, payload, options) as Promise<TaskHandle<never>>,
+    cancelTask: (taskId) => tasks.cancel(taskId),
+    executors: () => tasks.clusterStats(),
   };
 }
 

@@ -42,6 +42,12 @@ export const ErrorCodes = {
   cancelled: 'cancelled',
   /** Redis refused a command, failed, or did not answer in time. */
   redisError: 'redisError',
+  /** A task definition, a submission or an executor's configuration is wrong; the message names the task or executor and the field. */
+  invalidTask: 'invalidTask',
+  /** A task was submitted to an executor whose queue is at its limit. */
+  queueFull: 'queueFull',
+  /** A task ran on a node (or in a worker thread) where no task of that id is registered or exported. */
+  unknownTask: 'unknownTask',
 } as const;
 
 /** A stable error code; see {@link ErrorCodes}. */
@@ -114,6 +120,18 @@ export const ERROR_TABLE: { readonly [C in ErrorCode]: ErrorDescription } = {
   redisError: {
     meaning: 'Redis refused a command, failed, or did not answer in time.',
     action: 'Check that Redis is reachable and healthy; a claim that fails is a `failed` run, and the HTTP routes answer 503.',
+  },
+  invalidTask: {
+    meaning: 'A task definition, a submission or an executor\'s configuration is wrong; the message names the task or executor and the field.',
+    action: 'Fix the field or option named: a payload must be structured-cloneable for a worker executor and JSON for a queue executor.',
+  },
+  queueFull: {
+    meaning: 'A task was submitted to an executor whose queue is at its limit.',
+    action: 'Submit again later, raise the executor\'s `queueLimit` or `concurrency`, or move the work to a queue executor.',
+  },
+  unknownTask: {
+    meaning: 'A task ran on a node (or in a worker thread) where no task of that id is registered or exported.',
+    action: 'Register the task on the nodes that consume its executor (`runner.addTask`), or export it from its `module`; a queue task is kept in the failed set.',
   },
 };
 

@@ -36,6 +36,25 @@ export { parseDuration, type Duration } from './schedule/duration.js';
 export type { RetryOptions } from './schedule/retry.js';
 export { parseCron, type CronSchedule, type ParseCronOptions } from './cron/index.js';
 
+// Jobs on class methods
+export { Scheduled, type ScheduledOptions } from './decorators/scheduled.js';
+export type { RegisterOptions } from './decorators/register.js';
+
+// Background tasks
+export {
+  defineTask,
+  ExecutorKinds,
+  type TaskDefinition,
+  type TaskContext,
+  type TaskHandler,
+  type TaskHandle,
+  type SubmitOptions,
+  type ExecutorConfig,
+  type ExecutorKind,
+  type ExecutorStats,
+} from './tasks/index.js';
+export { JobThreads, type JobThread } from './schedule/job.js';
+
 // Running them
 export { createRunner, type Runner, type RunnerOptions, type MetricsRegistry } from './create.js';
 export type { JobInfo } from './runner/runner.js';
@@ -61,6 +80,7 @@ export {
   type JobStateEvent,
   type JobRemovedEvent,
   type ClockStepEvent,
+  type TaskEndedEvent,
 } from './runner/events.js';
 
 // The cluster's status

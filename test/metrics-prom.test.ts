@@ -56,7 +56,16 @@ describe('metrics', () => {
     core.emitter.emit('skipped', { jobId: 'b', scope: 'instance', instanceId: 'n', reason: 'overrun', scheduledAt: t, at: t, recorded: false });
     core.emitter.emit('missed', { jobId: 'a', count: 4, afterTick: 0, beforeTick: t });
     m.successDeadlines(async () => [{ jobId: 'a', dueBy: t + 30_000 }, { jobId: 'b', dueBy: null }]);
+    const task = { executor: 'io', kind: 'loop', task: 'fetch', taskId: 'x', instanceId: 'n', attempt: 1, error: undefined, cause: undefined, willRetry: false };
+    core.emitter.emit('taskEnded', { ...task, outcome: 'succeeded', durationMs: 200 });
+    core.emitter.emit('taskEnded', { ...task, outcome: 'timedOut', durationMs: 3_000 });
+    m.executorFigures(async () => [{ executor: 'io', queued: 7, active: 2 }]);
     const s = samples(await m.registry.metrics());
+    assert.equal(s.get('leasehold_tasks_total{executor="io",task="fetch",outcome="succeeded"}'), 1);
+    assert.equal(s.get('leasehold_tasks_total{executor="io",task="fetch",outcome="timedOut"}'), 1);
+    assert.equal(s.get('leasehold_task_duration_seconds_sum{executor="io",task="fetch",outcome="timedOut"}'), 3);
+    assert.equal(s.get('leasehold_task_queue_depth{executor="io"}'), 7);
+    assert.equal(s.get('leasehold_tasks_active{executor="io"}'), 2);
     assert.equal(s.get('leasehold_job_success_deadline_timestamp_seconds{job="a"}'), (t + 30_000) / 1000);
     assert.equal(s.get('leasehold_job_success_deadline_timestamp_seconds{job="b"}'), undefined, 'no deadline, no series');
     assert.equal(s.get('leasehold_job_runs_total{job="a",outcome="succeeded"}'), 2);

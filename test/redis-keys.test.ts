@@ -21,6 +21,9 @@ describe('redis keys', () => {
     assert.equal(k.instances, 'lh-test:instances');
     assert.equal(k.instance('host-12'), 'lh-test:instance:host-12');
     assert.equal(k.control, 'lh-test:control');
+    assert.equal(k.executors, 'lh-test:executors');
+    assert.equal(k.taskQueue('mail'), 'lh-test:tasks:{mail}');
+    assert.equal(k.taskPrefix, 'lh-test:tasks');
   });
 
   it('defaults the prefix to leasehold', () => {
@@ -41,8 +44,8 @@ describe('redis keys', () => {
     const sample = [
       built.lease('J'), built.state('J'), built.stats('J'), built.instanceStats('J'),
       built.runs('J'), built.batches('J'), built.settings, built.jobs, built.instances, built.nodes,
-      built.instance('I'), built.control,
-    ].map((key) => key.replace('_prefix_', '<prefix>').replace('{J}', '{<jobId>}').replace(/:I$/, ':<id>'));
+      built.instance('I'), built.control, built.executors, `${built.taskQueue('E')}:*`,
+    ].map((key) => key.replace('_prefix_', '<prefix>').replace('{J}', '{<jobId>}').replace('{E}', '{<executor>}').replace(/:I$/, ':<id>'));
     assert.deepEqual([...sample].sort(), KEY_TABLE.map((row) => row.pattern).sort());
     for (const row of KEY_TABLE) assert.ok(row.purpose.length > 0, row.pattern);
   });

@@ -9,6 +9,7 @@ import { ADMIN_TOKEN_PATTERN } from '../http/auth.js';
 import { DEFAULT_PREFIX } from '../redis/keys.js';
 import { parseDuration } from '../schedule/duration.js';
 import type { HelpOption } from './help.js';
+import { EXECUTOR_ENV_DOCS } from '../tasks/index.js';
 
 /** One configuration setting. */
 export interface ConfigEntry {
@@ -169,5 +170,6 @@ export function readConfig(flags: Record<string, string | boolean | undefined>, 
 export function renderConfigTable(): string {
   const cell = (s: string | undefined) => (s === undefined ? '' : s.includes('`') || s.startsWith('(') ? s : `\`${s}\``);
   const rows = CONFIG.map((e) => `| ${cell(e.flag) || '—'} | ${cell(e.env) || '—'} | ${cell(e.default)} | ${e.description} |`);
+  for (const e of EXECUTOR_ENV_DOCS) rows.push(`| — | \`${e.env}\` | ${e.default} | ${e.description} |`);
   return ['| flag | environment | default | meaning |', '|---|---|---|---|', ...rows].join('\n');
 }

@@ -3,13 +3,16 @@
  * @module
  */
 import { parseArgs } from 'node:util';
+import { resolve } from 'node:path';
 import { ErrorCodes, LeaseholdError, errorMessage, isLeaseholdError } from '../errors.js';
 import { createLogger, logFormat } from '../log/logger.js';
 import { checkJobs, normalizeJobs, type JobDefinition } from '../schedule/job.js';
-import { createRunner } from '../create.js';
+import { expandExport } from '../decorators/register.js';
+import { createRunner, type RunnerOptions } from '../create.js';
+import type { TaskDefinition } from '../tasks/index.js';
 import { CONFIG, helpOption, readConfig } from './config.js';
 import type { CommandHelp } from './help.js';
-import { loadJobsModule } from './load.js';
+import { loadJobsModule, loadModuleExtras } from './load.js';
 import { startPrivateRedis, type PrivateRedis } from './private-redis.js';
 import { startHttpServer } from '../http/server.js';
 import { redactUrl, splitList } from '../redis/target.js';
@@ -48,14 +51,21 @@ function parseFlags(args: string[]): Record<string, string | boolean | undefined
  * Every check (including duplicate ids) before anything starts. Like `check`, names every
  * invalid job, one a line; the error has the code of the first (which sets the exit status).
  */
-function checkAllJobs(jobs: unknown[]): void {
+function checkAllJobs(jobs: unknown[], decorated: readonly LeaseholdError[]): void {
   try {
+    const firstDecorated = decorated[0];
+    if (firstDecorated) throw firstDecorated;
     normalizeJobs(jobs);
   } catch (first) {
     if (!isLeaseholdError(first)) throw first;
-    const all = checkJobs(jobs);
+    const all = [...decorated.map((e) => e.message), ...checkJobs(jobs)];
     throw new LeaseholdError(first.code, all.length > 1 ? all.join('\nleasehold: ') : first.message, { cause: first });
   }
+}
+
+/** A job with `thread: 'worker'` and no module of its own. */
+function onWorkerThread(job: unknown): boolean {
+  return typeof job === 'object' && job !== null && (job as JobDefinition).thread === 'worker' && (job as JobDefinition).module === undefined;
 }
 
 /** Runs a node; resolves to the exit code once it has stopped. */
@@ -63,8 +73,9 @@ export async function runStart(args: string[]): Promise<number> {
   const config = readConfig(parseFlags(args), process.env);
   if (!config.jobs) throw new LeaseholdError(ErrorCodes.invalidConfig, 'start: --jobs <module> is required');
   const logger = createLogger({ level: config.logLevel, format: logFormat(config.logFormat, process.stdout.isTTY === true) });
-  const jobs = await loadJobsModule(config.jobs);
-  checkAllJobs(jobs);
+  const { jobs, errors: decorated } = expandExport(await loadJobsModule(config.jobs), resolve(config.jobs));
+  checkAllJobs(jobs, decorated);
+  const extras = await loadModuleExtras(config.jobs);
   let privateRedis: PrivateRedis | undefined;
   if (config.privateRedis && !config.redisUrl && !config.redisClusterNodes && !config.redisSentinels) {
     privateRedis = await startPrivateRedis();
@@ -84,8 +95,11 @@ export async function runStart(args: string[]): Promise<number> {
     ...(config.metricsToken ? { metricsToken: config.metricsToken } : {}),
     ...(config.recentRuns !== undefined ? { recentRuns: config.recentRuns } : {}),
     ...(config.handoffDelay !== undefined ? { handoffDelay: config.handoffDelay } : {}),
+    ...(extras.executors !== undefined ? { executors: extras.executors as RunnerOptions['executors'] } : {}),
   });
-  for (const job of jobs) runner.add(job as JobDefinition);
+  // A job on a worker thread is loaded there from the jobs module.
+  for (const job of jobs) runner.add(onWorkerThread(job) ? { ...(job as JobDefinition), module: extras.url } : (job as JobDefinition));
+  for (const task of extras.tasks) runner.addTask(task as TaskDefinition);
   await runner.start();
   let http: Awaited<ReturnType<typeof startHttpServer>>;
   try {

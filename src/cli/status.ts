@@ -10,6 +10,8 @@ import { DEFAULT_PREFIX, keys as keyNames, type Keys } from '../redis/keys.js';
 import { readCluster } from '../status/read.js';
 import type { ClusterStatus, JobStatus } from '../status/model.js';
 import type { CommandResult } from './main.js';
+import { systemClock } from '../clock.js';
+import { mergeQueues, readBoard, type ExecutorStats } from '../tasks/index.js';
 import { ErrorCodes, errorMessage, isLeaseholdError } from '../errors.js';
 import { checkPrefix, checkRedisSource } from '../config.js';
 import { REDIS_SETTINGS, helpOption, settingByFlag, settingName } from './config.js';
@@ -65,6 +67,16 @@ export function renderStatus(s: ClusterStatus): string {
   return out;
 }
 
+/** Renders the executors of background tasks: a row per node for loop and worker executors, one per queue. */
+export function renderExecutors(rows: readonly ExecutorStats[]): string {
+  if (rows.length === 0) return 'no executors in use\n';
+  const out = [['EXECUTOR', 'KIND', 'INSTANCE', 'CONCURRENCY', 'ACTIVE', 'QUEUED', 'OK', 'FAILED', 'TIMED OUT', 'CANCELLED', 'INTERRUPTED']];
+  for (const r of rows) {
+    out.push([r.name, r.kind, r.instanceId ?? '(cluster)', String(r.concurrency), String(r.active), String(r.queued), String(r.succeeded), String(r.failed), String(r.timedOut), String(r.cancelled), String(r.interrupted)]);
+  }
+  return table(out);
+}
+
 /** The flags by which a one-shot command reaches Redis (besides the environment). */
 export const REDIS_FLAGS = {
   'redis-url': { type: 'string' },
@@ -90,7 +102,7 @@ export function statusHelp(): CommandHelp {
   return {
     usage: ['leasehold status [--json] [--redis-url <url> | --redis-cluster-nodes <host:port,...> | --redis-sentinels <host:port,...> --redis-sentinel-name <name>] [--prefix <prefix>]'],
     summary:
-      "Prints the cluster's job status straight from Redis: every job with its state, counters, last outcome and next due, then the live instances. Needs REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS (or its flag).",
+      "Prints the cluster's job status straight from Redis: every job with its state, counters, last outcome and next due, then the live instances, then the executors of background tasks. Needs REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS (or its flag).",
     options: [{ flag: '--json', description: 'Print exactly the JSON that `GET /manage/jobs` returns.' }, ...redisFlagsHelp()],
     notes: ['Exit status: 0 when read; 1 when Redis is unreachable; 2 for bad usage.'],
   };
@@ -162,7 +174,10 @@ export async function runStatus(args: string[], env: NodeJS.ProcessEnv = process
   try {
     await whenReady(c.redis, STATUS_CONNECT_TIMEOUT_MS);
     const status = await readCluster(c.redis, c.keys);
-    return { code: 0, stdout: values.json ? `${JSON.stringify(status)}\n` : renderStatus(status), stderr: '' };
+    if (values.json) return { code: 0, stdout: `${JSON.stringify(status)}\n`, stderr: '' };
+    const { rows } = await readBoard(c.redis, c.keys.executors, systemClock.now());
+    const executors = await mergeQueues(c.redis, c.keys.prefix, rows);
+    return { code: 0, stdout: `${renderStatus(status)}\n${renderExecutors(executors)}`, stderr: '' };
   } catch (err) {
     const why = c.lastError() ?? errorMessage(err);
     return { code: 1, stdout: '', stderr: `leasehold status: Redis at ${describeTarget(c.target)} is unreachable: ${why}\n` };

@@ -6,7 +6,7 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { metricsChecker, readAccess } from './auth.js';
-import { authorization, guard, nameTheNode, type MetricsSource } from './plugin.js';
+import { authorization, guard, nameTheNode, type ExecutorsSource, type MetricsSource } from './plugin.js';
 
 /** Options of {@link localRoutes}. */
 export interface LocalRoutesOptions {
@@ -18,6 +18,8 @@ export interface LocalRoutesOptions {
   readonly readToken?: string;
   /** Bearer token of `GET /metrics`; without one it is open. */
   readonly metricsToken?: string;
+  /** This node's executors of background tasks, for `GET /manage/executors`. */
+  readonly executors?: ExecutorsSource;
 }
 
 /**
@@ -38,6 +40,7 @@ export const localRoutes: FastifyPluginAsync<LocalRoutesOptions> = async (app, o
     const { contentType, text } = await opts.metrics();
     return reply.type(contentType).send(text);
   });
+  app.get('/manage/executors', { onRequest: readOnly }, async () => ({ executors: opts.executors ? await opts.executors() : [] }));
   app.get('/manage/jobs', { onRequest: readOnly }, async (_req, reply) => reply.code(503).send(needRedis));
   app.get('/manage/jobs/*', { onRequest: readOnly }, async (_req, reply) => reply.code(503).send(needRedis));
   app.get('/manage/ui', { onRequest: readOnly }, async (_req, reply) => reply.code(503).send(needRedis));

@@ -11,7 +11,7 @@ import type { Timers } from '../clock.js';
 import { ErrorCodes, isLeaseholdError } from '../errors.js';
 import type { ManageApi } from '../status/api.js';
 import { bearerChecker, metricsChecker, readAccess, type AuthDecision } from './auth.js';
-import { StatusEvents } from './events.js';
+import { StatusEvents, type ExecutorsSource } from './events.js';
 import { send } from './problem.js';
 import { loadAssets } from './ui/assets.js';
 import { registerUiRoutes } from './ui/routes.js';
@@ -19,6 +19,8 @@ import { JOB_ID_PATTERN } from '../schedule/job.js';
 
 /** Prometheus text of this node's metrics, as `GET /metrics` serves it. */
 export type MetricsSource = () => Promise<{ contentType: string; text: string }>;
+
+export type { ExecutorsSource } from './events.js';
 
 /** Options of {@link leaseholdRoutes}. */
 export interface LeaseholdRoutesOptions {
@@ -46,6 +48,8 @@ export interface LeaseholdRoutesOptions {
   readonly events?: StatusEvents;
   /** Timers of the event streams the plugin makes. Default the system's. */
   readonly clock?: Timers;
+  /** The executors of background tasks, for `GET /manage/executors`; without it the list is empty. */
+  readonly executors?: ExecutorsSource;
 }
 
 /** The response header that names the node that answered. */
@@ -113,7 +117,7 @@ function onError(app: FastifyInstance) {
 }
 
 /**
- * The routes: `GET /manage/jobs`, `GET /manage/jobs/:id`, `POST /manage/jobs/:id/run`,
+ * The routes: `GET /manage/jobs`, `GET /manage/jobs/:id`, `GET /manage/executors`, `POST /manage/jobs/:id/run`,
  * `.../pause`, `.../resume`, `GET /health` (and `/health/live`, `/health/ready` for
  * probes), `GET /metrics`, and the status page: `GET /manage/ui`, `GET /manage/events`,
  * `GET /manage/access`, `POST /manage/login`, `POST /manage/logout`. Each answer has an `X-Leasehold-Node` header naming this node. Register
@@ -129,7 +133,7 @@ export const leaseholdRoutes: FastifyPluginAsync<LeaseholdRoutesOptions> = async
   const metricsCheck = metricsChecker(opts.metricsToken);
   const readOnly = guard((req) => access.check(authorization(req), req.headers.cookie));
   const metricsOnly = guard((req) => metricsCheck(authorization(req)));
-  const events = opts.events ?? new StatusEvents({ api, ...(opts.clock ? { clock: opts.clock } : {}), onReadError: (err) => app.log.debug({ err }, 'status events: reading the status failed') });
+  const events = opts.events ?? new StatusEvents({ api, ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.executors ? { executors: opts.executors } : {}), onReadError: (err) => app.log.debug({ err }, 'status events: reading the status failed') });
   // Streams end before fastify waits for requests in flight, so closing never hangs on them.
   app.addHook('preClose', (done) => {
     events.endStreams();
@@ -159,6 +163,8 @@ export const leaseholdRoutes: FastifyPluginAsync<LeaseholdRoutesOptions> = async
   app.get('/manage/jobs', { schema: { headers, querystring: query }, onRequest: readOnly }, async (_req, reply) =>
     reply.type('application/json; charset=utf-8').send(await api.clusterJson()),
   );
+
+  app.get('/manage/executors', { schema: { headers, querystring: query }, onRequest: readOnly }, async () => ({ executors: opts.executors ? await opts.executors() : [] }));
 
   app.get<{ Params: { id: string } }>('/manage/jobs/:id', { schema: { headers, querystring: query, params }, onRequest: readOnly }, async (req, reply) => {
     const job = await api.job(req.params.id);

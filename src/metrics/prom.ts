@@ -28,7 +28,20 @@ export const METRIC_NAMES = [
   'leasehold_job_invalid_schedule',
   'leasehold_job_success_deadline_timestamp_seconds',
   'leasehold_clock_steps_total',
+  'leasehold_task_queue_depth',
+  'leasehold_tasks_active',
+  'leasehold_tasks_total',
+  'leasehold_task_duration_seconds',
 ] as const;
+
+/** An executor's gauges at a scrape (see {@link RunnerMetrics.executorFigures}). */
+export interface ExecutorGauges {
+  readonly executor: string;
+  /** Tasks waiting: on this node for `loop` and `worker`, in the queue (cluster-wide) for `queue`. */
+  readonly queued: number;
+  /** Tasks running: on this node, or in the whole cluster for `queue`. */
+  readonly active: number;
+}
 
 /** A job's success deadline, as the cluster's status judges it (see {@link RunnerMetrics.successDeadlines}). */
 export interface SuccessDeadline {
@@ -66,6 +79,8 @@ export interface RunnerMetrics {
    * `/health` by the same rule); without a source the gauge has no series.
    */
   successDeadlines(source: () => Promise<readonly SuccessDeadline[]>): void;
+  /** Where the executors' queue depth and active tasks come from at each scrape. */
+  executorFigures(source: () => Promise<readonly ExecutorGauges[]>): void;
   /** Stops listening to the runner. */
   detach(): void;
 }
@@ -107,6 +122,36 @@ export function createRunnerMetrics(core: MetricsCore, opts: { processMetrics?: 
   });
   const clockSteps = new Counter({ name: 'leasehold_clock_steps_total', help: 'Steps of this node\'s wall clock (against its monotonic clock) of more than a second.', registers });
   const invalid = new Gauge({ name: 'leasehold_job_invalid_schedule', help: '1 while the job\'s schedule (as declared or overridden in the settings hash) is invalid, else 0, by job.', labelNames: ['job'], registers });
+
+  let executors: (() => Promise<readonly ExecutorGauges[]>) | undefined;
+  // One read of the figures serves both gauges of a scrape.
+  let figures: Promise<readonly ExecutorGauges[]> | undefined;
+  const readFigures = (): Promise<readonly ExecutorGauges[]> => {
+    figures ??= (executors ? executors() : Promise.resolve([])).catch(() => []).finally(() => setImmediate(() => (figures = undefined)));
+    return figures;
+  };
+  new Gauge({
+    name: 'leasehold_task_queue_depth',
+    help: 'Background tasks waiting, by executor: on this node for loop and worker executors, in the queue (cluster-wide) for queue executors.',
+    labelNames: ['executor'],
+    registers,
+    async collect() {
+      this.reset();
+      for (const e of await readFigures()) this.set({ executor: e.executor }, e.queued);
+    },
+  });
+  new Gauge({
+    name: 'leasehold_tasks_active',
+    help: 'Background tasks running, by executor: on this node for loop and worker executors, cluster-wide for queue executors.',
+    labelNames: ['executor'],
+    registers,
+    async collect() {
+      this.reset();
+      for (const e of await readFigures()) this.set({ executor: e.executor }, e.active);
+    },
+  });
+  const tasks = new Counter({ name: 'leasehold_tasks_total', help: 'Background task attempts that ended on this node, by executor, task and outcome.', labelNames: ['executor', 'task', 'outcome'], registers });
+  const taskDurations = new Histogram({ name: 'leasehold_task_duration_seconds', help: 'Duration of background task attempts on this node, by executor, task and outcome.', labelNames: ['executor', 'task', 'outcome'], buckets: [...DURATION_BUCKETS], registers });
 
   const known = new Set<string>();
   const addJob = (jobId: string, scope: 'instance' | 'installation'): void => {
@@ -156,6 +201,11 @@ export function createRunnerMetrics(core: MetricsCore, opts: { processMetrics?: 
     core.on('skipped', (e) => skips.inc({ job: e.jobId, reason: e.reason })),
     core.on('missed', (e) => missed.inc({ job: e.jobId }, e.count)),
     core.on('clockStep', () => clockSteps.inc()),
+    core.on('taskEnded', (e) => {
+      const labels = { executor: e.executor, task: e.task, outcome: e.outcome };
+      tasks.inc(labels);
+      taskDurations.observe(labels, Math.max(0, e.durationMs) / 1000);
+    }),
   ];
   const registry = opts.processMetrics === false ? own : Registry.merge([own, defaultMetrics()]);
   return {
@@ -163,6 +213,9 @@ export function createRunnerMetrics(core: MetricsCore, opts: { processMetrics?: 
     addJob,
     successDeadlines: (source) => {
       deadlines = source;
+    },
+    executorFigures: (source) => {
+      executors = source;
     },
     detach: () => offs.forEach((off) => off()),
   };

@@ -13,9 +13,11 @@ import { parseNodeList, targetOptions, type NodeList, type RedisTarget } from '.
  * What a connection is for. `lease`: claims and extensions, fail fast.
  * `stats`: counters and status reads, fail fast (the stats writer keeps what
  * it could not write). `sub`: pub/sub; on one server its owner subscribes again on every
- * `'ready'`, on a Cluster ioredis resubscribes.
+ * `'ready'`, on a Cluster ioredis resubscribes. `queue`: a BullMQ queue executor's, apart from
+ * the lease's: it waits for Redis rather than failing fast (BullMQ's workers need
+ * `maxRetriesPerRequest: null`, and hold blocking commands).
  */
-export type RedisRole = 'lease' | 'stats' | 'sub';
+export type RedisRole = 'lease' | 'stats' | 'sub' | 'queue';
 
 /** Default command timeout of a `lease` connection, in ms. */
 export const LEASE_COMMAND_TIMEOUT_MS = 2000;
@@ -97,6 +99,8 @@ export function roleOptions(role: RedisRole, commandTimeoutMs?: number): RedisOp
         maxRetriesPerRequest: 1,
         autoResendUnfulfilledCommands: false,
       };
+    case 'queue':
+      return { ...common, commandTimeout: commandTimeoutMs, maxRetriesPerRequest: null, enableOfflineQueue: true };
     case 'sub':
       // Its owner sets it up again on every 'ready' (CLIENT TRACKING must be on before the
       // connection enters subscriber mode), so ioredis neither queues, resends nor resubscribes.

@@ -37,6 +37,15 @@ export interface Keys {
   instance(id: string): string;
   /** Pub/sub channel: control messages between nodes. */
   readonly control: string;
+  /** Hash: instance id to the figures of its loop and worker executors (JSON). */
+  readonly executors: string;
+  /**
+   * The base of a queue executor's BullMQ keys, `<prefix>:tasks:{<executor>}`: BullMQ's prefix
+   * (`<prefix>:tasks`, {@link Keys.taskPrefix}) and the queue's name, a hash tag.
+   */
+  taskQueue(executor: string): string;
+  /** The BullMQ prefix of the queue executors. */
+  readonly taskPrefix: string;
 }
 
 /** One row of {@link KEY_TABLE}. */
@@ -66,6 +75,8 @@ export const KEY_TABLE: readonly KeyDescription[] = [
   { pattern: '<prefix>:nodes', type: 'hash', purpose: 'instance id -> digest of the jobs it runs: the live nodes with the same digest rank each installation tick\'s claimers alike; a stopped node removes its field' },
   { pattern: '<prefix>:instance:<id>', type: 'hash', purpose: 'one instance: `id`, `host`, `pid`, `version`, `startedAt`, `lastSeenAt`, `jobs`; TTL 15 s, refreshed every 5 s, so it expires when the node dies' },
   { pattern: '<prefix>:control', type: 'channel', purpose: 'pub/sub channel: `{"type":"settings"}` after a settings change, `{"type":"run","jobId":...}` to run a job now (an instance job on every node, an installation job once), `{"type":"cancel","jobId":...}` to cancel the job\'s run in progress wherever it runs' },
+  { pattern: '<prefix>:executors', type: 'hash', purpose: 'instance id -> JSON `{at, executors: [...]}`: the figures of its loop and worker executors, written every 5 s once it has used one; rows older than 15 s are ignored and removed, and a stopped node removes its own' },
+  { pattern: '<prefix>:tasks:{<executor>}:*', type: 'hash', purpose: 'a queue executor\'s BullMQ queue (waiting, active, delayed, completed and failed tasks, their data and results), laid out by BullMQ; the hash tag keeps one queue in one Redis Cluster slot' },
 ];
 
 const FORBIDDEN = /[{}\s]/;
@@ -107,6 +118,12 @@ export function keys(prefix: string = DEFAULT_PREFIX): Keys {
       return `${prefix}:instance:${id}`;
     },
     control: `${prefix}:control`,
+    executors: `${prefix}:executors`,
+    taskQueue: (executor) => {
+      checkPart('executor name', executor);
+      return `${prefix}:tasks:{${executor}}`;
+    },
+    taskPrefix: `${prefix}:tasks`,
   };
 }
 

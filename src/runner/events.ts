@@ -3,6 +3,7 @@
  * runner core knows nothing of them.
  * @module
  */
+import type { AbortReasonCode } from '../errors.js';
 import type { JobScope } from '../schedule/job.js';
 
 /** How a run ended. */
@@ -16,6 +17,14 @@ export const RunOutcomes = {
 } as const;
 /** One of {@link RunOutcomes}. */
 export type RunOutcome = (typeof RunOutcomes)[keyof typeof RunOutcomes];
+
+/** The outcome of a run (or a task) aborted for each reason. */
+export const ABORT_OUTCOMES: Readonly<Record<AbortReasonCode, RunOutcome>> = {
+  timeout: 'timedOut',
+  lockLost: 'lockLost',
+  shutdown: 'interrupted',
+  cancelled: 'cancelled',
+};
 
 /** Why a start did not happen. */
 export const SkipReasons = { overrun: 'overrun', claimed: 'claimed', paused: 'paused' } as const;
@@ -135,6 +144,32 @@ export interface ClockStepEvent {
   readonly replanned: boolean;
 }
 
+/** A background task ended (see `runner.submit`): on this node, once per attempt. */
+export interface TaskEndedEvent {
+  /** The executor it ran on. */
+  readonly executor: string;
+  /** The executor's kind: `loop`, `worker` or `queue`. */
+  readonly kind: string;
+  /** The task's name (its definition's id). */
+  readonly task: string;
+  /** The submission's id. */
+  readonly taskId: string;
+  /** The node that ran it. */
+  readonly instanceId: string;
+  /** How it ended: as a run (`lockLost` never). */
+  readonly outcome: RunOutcome;
+  /** Which attempt this was. */
+  readonly attempt: number;
+  /** How long it ran, ms. */
+  readonly durationMs: number;
+  /** The error's message when it did not succeed. */
+  readonly error: string | undefined;
+  /** The thrown value itself, for loggers. */
+  readonly cause: unknown;
+  /** True when a queue executor will try it again. */
+  readonly willRetry: boolean;
+}
+
 /** Every event the runner emits, by name. */
 export interface RunnerEvents {
   /** A run began. */
@@ -153,6 +188,8 @@ export interface RunnerEvents {
   jobRemoved: JobRemovedEvent;
   /** The node's wall clock stepped. */
   clockStep: ClockStepEvent;
+  /** A background task ended. */
+  taskEnded: TaskEndedEvent;
   /** A problem that is not a run's outcome (a bad setting, an event-loop stall). */
   warning: { readonly jobId: string | undefined; readonly message: string };
 }

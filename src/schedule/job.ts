@@ -76,9 +76,25 @@ export interface JobDefinition {
   readonly retry?: RetryOptions;
   /** Free text shown in the status. */
   readonly description?: string;
+  /**
+   * Where the handler runs: `loop` (default, the event loop) or `worker` (a worker thread, for
+   * blocking or CPU-heavy code: the lease watcher stays on the event loop, and a timeout, lease
+   * loss, cancel or shutdown terminates the thread after a short grace).
+   */
+  readonly thread?: JobThread;
+  /**
+   * `thread: 'worker'`: the module that exports this job (its `import.meta.url`), loaded in the
+   * worker thread. The CLI fills it in with the jobs module.
+   */
+  readonly module?: string;
   /** The handler. */
   readonly run: JobHandler;
 }
+
+/** Where a job's handler runs. */
+export const JobThreads = { loop: 'loop', worker: 'worker' } as const;
+/** `loop` (the event loop) or `worker` (a worker thread). */
+export type JobThread = (typeof JobThreads)[keyof typeof JobThreads];
 
 /**
  * A job as `runner.add` also accepts it: a plain object declared before it is added, whose
@@ -107,6 +123,8 @@ export interface NormalizedJob {
   readonly misfireGraceMs: number | undefined;
   readonly retry: RetryPolicy | undefined;
   readonly description: string | undefined;
+  readonly thread: JobThread;
+  readonly module: string | undefined;
   readonly run: JobHandler;
 }
 
@@ -114,7 +132,7 @@ export interface NormalizedJob {
 const DEFAULT_LEASE_MS = 30_000;
 
 const KEYS = new Set([
-  'id', 'scope', 'cron', 'zone', 'fixedRate', 'fixedDelay', 'initialDelay', 'timeout', 'lease', 'misfireGrace', 'retry', 'description', 'run',
+  'id', 'scope', 'cron', 'zone', 'fixedRate', 'fixedDelay', 'initialDelay', 'timeout', 'lease', 'misfireGrace', 'retry', 'description', 'thread', 'module', 'run',
 ]);
 /** A job id: 1 to 128 letters, digits, `.`, `_`, `-` or `:` (the HTTP routes and the status reader use it too). */
 export const JOB_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -224,6 +242,11 @@ function normalizeFields(input: unknown, at: { job: string; field: string }): No
   if (scope !== 'instance' && scope !== 'installation') fail(name, 'scope', `${describe(scope)} must be "instance" or "installation"`);
   if (typeof job['run'] !== 'function') fail(name, 'run', 'must be a function (the job handler)');
   if (job['description'] !== undefined && typeof job['description'] !== 'string') fail(name, 'description', 'must be a string');
+  const thread = job['thread'] ?? 'loop';
+  if (thread !== 'loop' && thread !== 'worker') fail(name, 'thread', `${describe(thread)} must be "loop" or "worker"`);
+  const module = job['module'];
+  if (module !== undefined && (typeof module !== 'string' || module === '')) fail(name, 'module', `${describe(module)} must be a module URL or path (the jobs module's import.meta.url)`);
+  if (module !== undefined && thread !== 'worker') fail(name, 'module', 'applies to jobs on worker threads only (thread: "worker")');
 
   const kinds = (['cron', 'fixedRate', 'fixedDelay'] as const).filter((k) => job[k] !== undefined);
   if (kinds.length === 0) fail(name, 'cron', 'no schedule: give exactly one of cron, fixedRate, fixedDelay');
@@ -282,6 +305,8 @@ function normalizeFields(input: unknown, at: { job: string; field: string }): No
     misfireGraceMs,
     retry: job['retry'] === undefined ? undefined : checked(name, 'retry', () => parseRetry(job['retry'])),
     description: job['description'] as string | undefined,
+    thread,
+    module: module as string | undefined,
     run: job['run'] as JobHandler,
   };
 }

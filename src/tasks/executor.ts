@@ -1,0 +1,84 @@
+/**
+ * What every executor offers the tasks layer, its figures, and the small parts the kinds share.
+ * @module
+ */
+import type { RunOutcome } from '../runner/events.js';
+import type { ExecutorKind, ResolvedExecutor } from './config.js';
+import type { NormalizedSubmit, NormalizedTask, TaskHandle } from './task.js';
+
+/** An executor's figures: on one node for `loop` and `worker`, BullMQ's counts for a `queue`. */
+export interface ExecutorStats {
+  /** The executor's name. */
+  readonly name: string;
+  /** `loop`, `worker` or `queue`. */
+  readonly kind: ExecutorKind;
+  /** The node these figures are of; absent for a queue (its figures are the cluster's). */
+  readonly instanceId?: string;
+  /** How many tasks run at once (per node). */
+  readonly concurrency: number;
+  /** Tasks running now. */
+  readonly active: number;
+  /** Tasks waiting (delayed ones included). */
+  readonly queued: number;
+  /** Tasks that succeeded (since the node started; a queue: those kept). */
+  readonly succeeded: number;
+  /** Tasks that failed (a queue: those kept in its failed set). */
+  readonly failed: number;
+  /** Tasks aborted by their timeout. */
+  readonly timedOut: number;
+  /** Tasks cancelled. */
+  readonly cancelled: number;
+  /** Tasks interrupted by a shutdown. */
+  readonly interrupted: number;
+}
+
+/** An executor, as the tasks layer drives it. */
+export interface TaskExecutor {
+  readonly name: string;
+  readonly config: ResolvedExecutor;
+  /** Accepts a task (in memory, or persisted for a queue); rejects when it cannot. */
+  submit(task: NormalizedTask, payload: unknown, opts: NormalizedSubmit): Promise<TaskHandle>;
+  /** Queue executors: starts taking tasks off the queue on this node. */
+  consume?(): void;
+  /** Cancels a task waiting or running on this node. */
+  cancel(taskId: string): boolean;
+  /** This executor's figures. */
+  stats(): ExecutorStats | Promise<ExecutorStats>;
+  /** This node's figures, without a read of Redis (what the board publishes). */
+  localStats(): ExecutorStats;
+  /** Stops (see SPEC 3.6); resolves with how many tasks were interrupted. */
+  close(graceMs: number): Promise<number>;
+}
+
+type Counted = 'succeeded' | 'failed' | 'timedOut' | 'cancelled' | 'interrupted';
+
+/** An executor's outcome counters on this node. */
+export class Counters {
+  private readonly values: Record<Counted, number> = { succeeded: 0, failed: 0, timedOut: 0, cancelled: 0, interrupted: 0 };
+
+  add(outcome: RunOutcome): void {
+    if (outcome !== 'lockLost') this.values[outcome]++;
+  }
+
+  snapshot(): Record<Counted, number> {
+    return { ...this.values };
+  }
+}
+
+/**
+ * A task's result: a promise settled once, that never counts as an unhandled rejection when
+ * nobody asks for it (a fire-and-forget task's failure is logged and counted instead).
+ */
+export class Settlement {
+  readonly promise: Promise<unknown>;
+  resolve!: (value: unknown) => void;
+  reject!: (error: unknown) => void;
+
+  constructor() {
+    this.promise = new Promise((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+    this.promise.catch(() => undefined);
+  }
+}

@@ -1,0 +1,217 @@
+/**
+ * The tasks layer: the tasks registered on a node, its executors (made on first use, by the
+ * kind configured for their name), submissions, the figures of every executor, and the
+ * shutdown of them all. It reports through the runner's events (`taskEnded`), as runs do.
+ * @module
+ */
+import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
+import type { JobContext } from '../schedule/job.js';
+import { resolveExecutor, type ResolvedExecutor } from './config.js';
+import type { ExecutorStats, TaskExecutor } from './executor.js';
+import { LocalExecutor, type ExecutorHost } from './local.js';
+import { ThreadPool } from './pool.js';
+import type { ExecutorBoard } from './board.js';
+import { normalizeSubmit, normalizeTask, type NormalizedTask, type TaskDefinition, type TaskHandle } from './task.js';
+
+export { defineTask, DEFAULT_EXECUTOR, type TaskDefinition, type TaskContext, type TaskHandler, type TaskHandle, type SubmitOptions } from './task.js';
+export { ExecutorKinds, EXECUTOR_ENV_DOCS, resolveExecutors, type ExecutorConfig, type ExecutorKind, type ResolvedExecutor } from './config.js';
+export type { ExecutorStats } from './executor.js';
+export { ExecutorBoard, mergeQueues, readBoard } from './board.js';
+export { queueExecutor } from './queue.js';
+export { withThread } from './jobs.js';
+
+/** Makes a queue executor (with Redis); see `queue.ts`. */
+export type QueueFactory = (config: ResolvedExecutor, host: ExecutorHost, tasks: (id: string) => NormalizedTask | undefined) => TaskExecutor;
+
+/** What the tasks layer needs. */
+export interface TasksOptions extends ExecutorHost {
+  /** The executors configured, by name (checked). */
+  readonly executors: ReadonlyMap<string, ResolvedExecutor>;
+  /** Makes queue executors; without it (no Redis) a queue executor is refused. */
+  readonly queue?: QueueFactory;
+  /** The executors' board in Redis, for the cluster's figures; without it (no Redis) only this node's. */
+  readonly board?: ExecutorBoard;
+  /** The key prefix (for the queues' counts). */
+  readonly prefix?: string;
+}
+
+/** A node's tasks and executors. */
+export class Tasks {
+  private readonly registered = new Map<string, NormalizedTask>();
+  private readonly made = new Map<string, TaskExecutor>();
+  private jobPool: ThreadPool | undefined;
+  private accepting = true;
+  private consuming = false;
+
+  constructor(private readonly opts: TasksOptions) {}
+
+  /** The configuration of the executor `name`: as configured, or the documented defaults (a `loop`). */
+  config(name: string): ResolvedExecutor {
+    return this.opts.executors.get(name) ?? resolveExecutor(name, undefined);
+  }
+
+  /**
+   * Registers a task on this node, so it runs here when submitted by id, and (for a queue
+   * executor) this node consumes that executor's queue.
+   */
+  add(definition: TaskDefinition<never, unknown> | TaskDefinition): NormalizedTask {
+    if (!this.accepting) throw new LeaseholdError(ErrorCodes.invalidState, 'cannot add a task to a runner that is stopping or stopped');
+    const task = this.check(definition);
+    if (this.registered.has(task.id)) throw new LeaseholdError(ErrorCodes.invalidTask, `task ${JSON.stringify(task.id)}: field "id": another task has the same id`);
+    this.registered.set(task.id, task);
+    if (this.consuming && this.config(task.executor).kind === 'queue') this.executor(this.config(task.executor)).consume?.();
+    return task;
+  }
+
+  /** The registered tasks' ids. */
+  ids(): string[] {
+    return [...this.registered.keys()];
+  }
+
+  /** Submits a task (a definition, or the id of one registered here). */
+  async submit(taskOrId: TaskDefinition<never, unknown> | TaskDefinition | string, payload: unknown, options?: unknown): Promise<TaskHandle> {
+    let task: NormalizedTask;
+    if (typeof taskOrId === 'string') {
+      const found = this.registered.get(taskOrId);
+      if (!found) throw new LeaseholdError(ErrorCodes.unknownTask, `submit: no task ${JSON.stringify(taskOrId)} is registered on this node (runner.addTask, or submit the definition itself)`);
+      task = found;
+    } else {
+      task = this.registered.get((taskOrId as { id?: unknown }).id as string) ?? this.check(taskOrId);
+    }
+    const opts = normalizeSubmit(task.id, options);
+    const config = this.config(task.executor);
+    if (!this.accepting) throw new LeaseholdError(ErrorCodes.shutdown, `the runner is shutting down: task "${task.id}" not accepted by executor "${config.name}"`);
+    if (config.kind === 'worker') {
+      try {
+        structuredClone(payload);
+      } catch (err) {
+        throw new LeaseholdError(ErrorCodes.invalidTask, `task "${task.id}" on worker executor "${config.name}": its payload cannot be passed to a worker thread: ${errorMessage(err)}`);
+      }
+    }
+    return this.executor(config).submit(task, payload, opts);
+  }
+
+  /** Cancels a task waiting or running on this node. False when none has the id. */
+  cancel(taskId: string): boolean {
+    for (const executor of this.made.values()) if (executor.cancel(taskId)) return true;
+    return false;
+  }
+
+  /**
+   * The cluster's executors: a row per node for loop and worker executors (from the board in
+   * Redis), and a queue executor's counts from its queue (those this node knows).
+   */
+  async clusterStats(): Promise<ExecutorStats[]> {
+    const board = this.opts.board;
+    if (!board) return this.stats();
+    return board.read(this.localStats(true), this.opts.prefix ?? '');
+  }
+
+  /** Every executor's figures on this node: those made, and those configured but not used yet. */
+  async stats(): Promise<ExecutorStats[]> {
+    const names = new Set([...this.opts.executors.keys(), ...this.made.keys()]);
+    return Promise.all(
+      [...names].sort().map(async (name) => {
+        const made = this.made.get(name);
+        if (made) return made.stats();
+        const c = this.config(name);
+        return { name, kind: c.kind, ...(c.kind === 'queue' ? {} : { instanceId: this.opts.instanceId }), concurrency: c.concurrency, active: 0, queued: 0, succeeded: 0, failed: 0, timedOut: 0, cancelled: 0, interrupted: 0 };
+      }),
+    );
+  }
+
+  /**
+   * This node's figures without a read of Redis (what it publishes on the board): the executors
+   * it made, and with `configured` those configured but unused, at zero.
+   */
+  localStats(configured = false): ExecutorStats[] {
+    const names = new Set([...(configured ? this.opts.executors.keys() : []), ...this.made.keys()]);
+    return [...names].sort().map((name) => {
+      const made = this.made.get(name);
+      if (made) return { ...made.localStats(), ...(made.config.kind === 'queue' ? {} : { instanceId: this.opts.instanceId }) };
+      const c = this.config(name);
+      return { name, kind: c.kind, instanceId: this.opts.instanceId, concurrency: c.concurrency, active: 0, queued: 0, succeeded: 0, failed: 0, timedOut: 0, cancelled: 0, interrupted: 0 };
+    });
+  }
+
+  /** Makes the queue executors of the registered tasks, so this node consumes their queues. */
+  startConsumers(): void {
+    this.consuming = true;
+    for (const task of this.registered.values()) {
+      const config = this.config(task.executor);
+      if (config.kind === 'queue') this.executor(config).consume?.();
+    }
+  }
+
+  /**
+   * Runs a job's handler in a worker thread (`thread: 'worker'`): `module` exports the job. Its
+   * signal is the run's: a timeout, lease loss, cancel or shutdown aborts the handler in the
+   * thread, and the thread is terminated after a short grace.
+   */
+  runJob(jobId: string, module: string, ctx: JobContext): Promise<unknown> {
+    // One thread per worker job at most: a job never overlaps itself.
+    this.jobPool ??= new ThreadPool({ name: 'jobs', maxThreads: 1_000, idleTimeoutMs: 60_000, clock: this.opts.clock });
+    const fields = { jobId: ctx.jobId, runId: ctx.runId, scheduledAt: ctx.scheduledAt, startedAt: ctx.startedAt, instanceId: ctx.instanceId, attempt: ctx.attempt, fencingToken: ctx.fencingToken };
+    return this.jobPool.run({ kind: 'job', module, id: jobId, ctx: fields }, ctx.signal, this.opts.logger, () => ctx.log);
+  }
+
+  /** Stops accepting tasks (before the runner's timer stops, so nothing new starts). */
+  closeIntake(): void {
+    this.accepting = false;
+  }
+
+  /**
+   * Ends every executor (SPEC 3.6): none accepts more; each gives its tasks the grace, then
+   * interrupts the rest, reported in one line per executor; then the job threads end.
+   */
+  async stop(graceMs: number): Promise<void> {
+    this.accepting = false;
+    await Promise.all(
+      [...this.made.values()].map(async (executor) => {
+        const interrupted = await executor.close(graceMs).catch((err: unknown) => {
+          this.opts.logger.error({ err, executor: executor.name }, 'executor "%s" did not stop cleanly', executor.name);
+          return 0;
+        });
+        if (interrupted > 0) this.opts.logger.warn({ executor: executor.name, interrupted }, 'executor "%s": %d task(s) interrupted by the shutdown', executor.name, interrupted);
+      }),
+    );
+    await this.jobPool?.close();
+    await this.opts.board?.stop();
+  }
+
+  private check(definition: unknown): NormalizedTask {
+    const task = normalizeTask(definition);
+    const config = this.config(task.executor);
+    if (config.kind === 'queue' && !this.opts.queue) throw new LeaseholdError(ErrorCodes.invalidTask, `task "${task.id}": executor "${config.name}" is a queue executor, which needs Redis (configure redisUrl or another Redis option)`);
+    if (config.kind === 'worker' && task.module === undefined) throw new LeaseholdError(ErrorCodes.invalidTask, `task "${task.id}": field "module": executor "${config.name}" runs tasks in worker threads, which load the task from its module: give module: import.meta.url`);
+    return task;
+  }
+
+  private executor(config: ResolvedExecutor): TaskExecutor {
+    const existing = this.made.get(config.name);
+    if (existing) return existing;
+    let executor: TaskExecutor;
+    const host: ExecutorHost = this.opts;
+    if (config.kind === 'loop') {
+      executor = new LocalExecutor(config, host, (task, payload, ctx) => Promise.resolve(task.run(payload, ctx)));
+    } else if (config.kind === 'worker') {
+      const pool = new ThreadPool({ name: config.name, maxThreads: config.concurrency, idleTimeoutMs: config.idleTimeoutMs, clock: host.clock });
+      executor = new LocalExecutor(
+        config,
+        host,
+        (task, payload, ctx) => {
+          const fields = { taskId: ctx.taskId, task: ctx.task, executor: ctx.executor, attempt: ctx.attempt, instanceId: ctx.instanceId };
+          return pool.run({ kind: 'task', module: task.module ?? '', id: task.id, payload, ctx: fields }, ctx.signal, host.logger, () => ctx.log);
+        },
+        () => pool.close(),
+      );
+    } else {
+      const make = this.opts.queue;
+      if (!make) throw new LeaseholdError(ErrorCodes.invalidTask, `executor "${config.name}" is a queue executor, which needs Redis`);
+      executor = make(config, host, (id) => this.registered.get(id));
+    }
+    this.made.set(config.name, executor);
+    this.opts.board?.start();
+    return executor;
+  }
+}

@@ -1,0 +1,93 @@
+/**
+ * A pool of worker threads (piscina), made on first use: runs a task's or a job's handler in a
+ * thread, forwards the thread's log lines to the node's logger, and on an abort first aborts
+ * the handler's signal in the thread, then, after a short grace, terminates the thread, so even
+ * a busy loop is interrupted.
+ * @module
+ */
+import { MessageChannel } from 'node:worker_threads';
+import { Piscina } from 'piscina';
+import type { Timers, TimerHandle } from '../clock.js';
+import type { Logger } from '../logger.js';
+import { ErrorCodes, LeaseholdError, errorMessage, isLeaseholdError } from '../errors.js';
+import { LOG_LEVELS, type LogMessage, type ThreadAnswer, type ThreadRequest } from './thread.js';
+
+/** How long a thread whose handler was aborted gets to return before it is terminated. */
+export const TERMINATE_GRACE_MS = 500;
+
+/** The worker's module beside this one (`.ts` when leasehold itself runs from source under tsx). */
+const WORKER_FILE = new URL(`./worker-entry${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url).href;
+
+/** Options of a {@link ThreadPool}. */
+export interface ThreadPoolOptions {
+  readonly name: string;
+  readonly maxThreads: number;
+  readonly idleTimeoutMs: number;
+  readonly clock: Timers;
+  readonly terminateGraceMs?: number;
+}
+
+/** A lazily made piscina pool. */
+export class ThreadPool {
+  private pool: Piscina | undefined;
+
+  constructor(private readonly opts: ThreadPoolOptions) {}
+
+  /** Threads alive now (none before the first task). */
+  get threads(): number {
+    return this.pool?.threads.length ?? 0;
+  }
+
+  /**
+   * Runs a handler in a thread. `signal`'s abort is passed to the handler's signal, and the
+   * thread is terminated if it has not answered after the grace; the promise then rejects with
+   * the signal's reason. `log()` gets the thread's `ctx.log` lines; `levels` says which levels
+   * are written.
+   */
+  async run(request: Omit<ThreadRequest, 'port' | 'levels'>, signal: AbortSignal, levels: Logger, log: () => Logger): Promise<unknown> {
+    const { opts } = this;
+    this.pool ??= new Piscina({ filename: WORKER_FILE, name: 'default', minThreads: 0, maxThreads: opts.maxThreads, idleTimeout: opts.idleTimeoutMs, atomics: 'disabled' });
+    const { port1, port2 } = new MessageChannel();
+    port1.on('message', (m: LogMessage) => {
+      if (m.type !== 'log' || !LOG_LEVELS.includes(m.level)) return;
+      const target = Object.keys(m.bindings).length > 0 ? log().child({ ...m.bindings }) : log();
+      const [first, ...rest] = m.args;
+      if (typeof first === 'string') target[m.level](first, ...rest);
+      else target[m.level]((first ?? {}) as object, ...(rest as [string?, ...unknown[]]));
+    });
+    const terminate = new AbortController();
+    let timer: TimerHandle | undefined;
+    const onAbort = (): void => {
+      const reason: unknown = signal.reason;
+      const code = isLeaseholdError(reason) ? reason.code : ErrorCodes.cancelled;
+      port1.postMessage({ type: 'abort', code, message: errorMessage(reason) });
+      timer = opts.clock.setTimer(() => terminate.abort(reason), opts.terminateGraceMs ?? TERMINATE_GRACE_MS, true);
+    };
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      const enabled = LOG_LEVELS.filter((l) => levels.isLevelEnabled(l));
+      let answer: ThreadAnswer;
+      try {
+        answer = (await this.pool.run({ ...request, levels: enabled, port: port2 }, { transferList: [port2], signal: terminate.signal })) as ThreadAnswer;
+      } catch (err) {
+        if (terminate.signal.aborted) throw signal.reason;
+        throw new LeaseholdError(ErrorCodes.invalidTask, `${request.kind} "${request.id}" on worker executor "${opts.name}": ${errorMessage(err)}`, { cause: err });
+      }
+      if (answer.ok) return answer.value;
+      if (answer.code !== undefined) throw new LeaseholdError(answer.code, String(answer.error));
+      throw answer.error;
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      if (timer !== undefined) opts.clock.clearTimer(timer);
+      port1.close();
+    }
+  }
+
+  /** Ends every thread (after the executor has ended its tasks). */
+  async close(): Promise<void> {
+    const pool = this.pool;
+    this.pool = undefined;
+    await pool?.destroy();
+  }
+}

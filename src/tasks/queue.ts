@@ -1,0 +1,248 @@
+/**
+ * Queue executors: durable and cluster-wide, on BullMQ queues. A task submitted on any node is
+ * persisted, then run by whichever node has it registered and a free slot; attempts with
+ * backoff; failed tasks kept (bounded) and visible; delivery at least once (a node killed
+ * mid-task has its task run again elsewhere once its lock expires). BullMQ's connections are
+ * its own, apart from the lease's; its prefix carries a hash tag per queue, for Redis Cluster.
+ * @module
+ */
+import { randomUUID } from 'node:crypto';
+import { Queue, QueueEvents, UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
+import { waitAtMost } from '../clock.js';
+import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
+import type { RedisTarget } from '../redis/target.js';
+import { createRedis, type RedisClient } from '../redis/connection.js';
+import { keys } from '../redis/keys.js';
+import type { ResolvedExecutor } from './config.js';
+import type { QueueFactory } from './index.js';
+import { TaskAttempt } from './execution.js';
+import { Counters, type ExecutorStats, type TaskExecutor } from './executor.js';
+import type { ExecutorHost } from './local.js';
+import type { NormalizedSubmit, NormalizedTask, TaskHandle } from './task.js';
+
+/** Where the queues' Redis is: the runner's own target or client. */
+export type QueueRedis = { readonly target: RedisTarget } | { readonly client: RedisClient };
+
+/** What a queued task carries. */
+interface QueuedData {
+  /** The payload (JSON). */
+  readonly p: unknown;
+  /** The timeout, ms. */
+  readonly t: number;
+}
+
+/** The BullMQ prefix of a runner's queues: `<prefix>:tasks` (each queue's name is `{<executor>}`, a hash tag; see `keys.ts`). */
+function queuePrefix(prefix: string): string {
+  return keys(prefix).taskPrefix;
+}
+
+/** A queue's counts, read through BullMQ on an existing connection (which it leaves open). */
+export async function queueCounts(redis: RedisClient, prefix: string, name: string): Promise<{ active: number; queued: number; succeeded: number; failed: number }> {
+  const queue = new Queue(`{${name}}`, { connection: redis, prefix: queuePrefix(prefix) });
+  try {
+    const c = await queue.getJobCounts('active', 'waiting', 'delayed', 'prioritized', 'completed', 'failed');
+    return { active: c['active'] ?? 0, queued: (c['waiting'] ?? 0) + (c['delayed'] ?? 0) + (c['prioritized'] ?? 0), succeeded: c['completed'] ?? 0, failed: c['failed'] ?? 0 };
+  } finally {
+    await queue.close();
+  }
+}
+
+/** Makes queue executors on the runner's Redis, with connections of their own. */
+export function queueExecutor(where: QueueRedis, prefix: string): QueueFactory {
+  return (config, host, lookup) => new QueueExecutor(config, host, lookup, where, prefix);
+}
+
+/** A `queue` executor. Its Queue is made on the first submit, its Worker when this node registers one of its tasks. */
+class QueueExecutor implements TaskExecutor {
+  private queue: Queue | undefined;
+  private worker: Worker | undefined;
+  private events: QueueEvents | undefined;
+  private readonly connections: RedisClient[] = [];
+  private readonly running = new Map<string, { attempt: TaskAttempt; job: Job; token: string | undefined }>();
+  private readonly counters = new Counters();
+  private accepting = true;
+  private readonly queueName: string;
+
+  constructor(
+    readonly config: ResolvedExecutor,
+    private readonly host: ExecutorHost,
+    private readonly lookup: (id: string) => NormalizedTask | undefined,
+    private readonly where: QueueRedis,
+    private readonly prefix: string,
+  ) {
+    this.queueName = `{${config.name}}`;
+  }
+
+  get name(): string {
+    return this.config.name;
+  }
+
+  private connection(): RedisClient {
+    const c = createRedis({ role: 'queue', ...this.where });
+    c.on('error', (err: Error) => this.host.logger.debug({ err: { message: err.message }, executor: this.config.name }, 'queue connection error'));
+    this.connections.push(c);
+    return c;
+  }
+
+  private getQueue(): Queue {
+    this.queue ??= new Queue(this.queueName, { connection: this.connection(), prefix: queuePrefix(this.prefix) });
+    return this.queue;
+  }
+
+  /** Starts taking tasks off the queue on this node (once). */
+  consume(): void {
+    const { config } = this;
+    if (this.worker || !this.accepting) return;
+    this.worker = new Worker(this.queueName, (job: Job, token?: string) => this.process(job, token), {
+      connection: this.connection(),
+      prefix: queuePrefix(this.prefix),
+      concurrency: config.concurrency,
+      lockDuration: config.leaseMs,
+      stalledInterval: Math.max(1_000, Math.floor(config.leaseMs / 2)),
+      maxStalledCount: 1,
+    });
+    this.worker.on('error', (err: Error) => this.host.logger.warn({ err: { message: err.message }, executor: config.name }, 'executor "%s": the queue worker failed: %s', config.name, err.message));
+  }
+
+  async submit(task: NormalizedTask, payload: unknown, opts: NormalizedSubmit): Promise<TaskHandle> {
+    const { config } = this;
+    if (!this.accepting) throw new LeaseholdError(ErrorCodes.shutdown, `executor "${config.name}" is shutting down: task "${task.id}" not accepted`);
+    let json: string | undefined;
+    try {
+      json = JSON.stringify(payload);
+    } catch (err) {
+      throw new LeaseholdError(ErrorCodes.invalidTask, `task "${task.id}" on queue executor "${config.name}": its payload cannot be serialised as JSON: ${errorMessage(err)}`);
+    }
+    const data: QueuedData = { p: json === undefined ? null : (JSON.parse(json) as unknown), t: opts.timeoutMs ?? task.timeoutMs ?? config.timeoutMs };
+    const attempts = opts.attempts ?? config.attempts;
+    const job = await this.getQueue()
+      .add(task.id, data, {
+        // An id of our own when none is given: the same kind of id as on the other executors, and one
+        // that a later submit (on any node) can name to reach the same task.
+        jobId: opts.id ?? randomUUID(),
+        ...(opts.delayMs > 0 ? { delay: opts.delayMs } : {}),
+        attempts,
+        backoff: { type: 'exponential', delay: opts.backoffMs ?? config.backoffMs },
+        removeOnComplete: { count: config.keepCompleted },
+        removeOnFail: { count: config.keepFailed },
+      })
+      .catch((err: unknown) => {
+        throw new LeaseholdError(ErrorCodes.redisError, `task "${task.id}" on queue executor "${config.name}" not accepted: ${errorMessage(err)}`, { cause: err });
+      });
+    const id = job.id ?? '';
+    return { id, result: () => this.result(job) };
+  }
+
+  /** Waits for a task to finish, on any node. */
+  private result(job: Job): Promise<never> {
+    this.events ??= new QueueEvents(this.queueName, { connection: this.connection(), prefix: queuePrefix(this.prefix) });
+    const events = this.events;
+    return events.waitUntilReady().then(() => job.waitUntilFinished(events)) as Promise<never>;
+  }
+
+  /** Runs one task off the queue. */
+  private async process(job: Job, token: string | undefined): Promise<unknown> {
+    const { config, host } = this;
+    const task = this.lookup(job.name);
+    const data = job.data as QueuedData;
+    const taskId = job.id ?? '';
+    if (!task) {
+      const message = `task "${job.name}" (${taskId}) on queue executor "${config.name}": no task of that id is registered on node ${host.instanceId} (runner.addTask)`;
+      this.counters.add('failed');
+      host.emitter.emit('taskEnded', { executor: config.name, kind: config.kind, task: job.name, taskId, instanceId: host.instanceId, outcome: 'failed', attempt: job.attemptsStarted, durationMs: 0, error: message, cause: undefined, willRetry: false });
+      throw new UnrecoverableError(message);
+    }
+    const attemptNumber = Math.max(1, job.attemptsStarted);
+    const maxAttempts = job.opts.attempts ?? 1;
+    const attempt = new TaskAttempt(
+      {
+        executor: config.name,
+        kind: config.kind,
+        task: task.id,
+        taskId,
+        attempt: attemptNumber,
+        instanceId: host.instanceId,
+        timeoutMs: data.t,
+        clock: host.clock,
+        logger: host.logger,
+        emitter: host.emitter,
+        willRetry: () => job.attemptsMade + 1 < maxAttempts,
+      },
+      (ctx) => Promise.resolve(task.run(data.p, ctx)),
+    );
+    this.running.set(taskId, { attempt, job, token });
+    try {
+      const r = await attempt.ended;
+      if (r.ok) {
+        this.counters.add('succeeded');
+        return r.value;
+      }
+      if (attempt.abortedReason === ErrorCodes.shutdown) {
+        // Back to the queue without using an attempt: another node (or this one, later) runs it.
+        this.counters.add('interrupted');
+        await job.moveToWait(token);
+        throw new WaitingError();
+      }
+      this.counters.add(r.outcome);
+      // A cancelled task is not tried again.
+      if (attempt.abortedReason === ErrorCodes.cancelled) throw new UnrecoverableError(errorMessage(r.error));
+      throw r.error instanceof Error ? r.error : new Error(errorMessage(r.error));
+    } finally {
+      this.running.delete(taskId);
+    }
+  }
+
+  cancel(taskId: string): boolean {
+    const run = this.running.get(taskId);
+    if (!run) return false;
+    run.attempt.abort(ErrorCodes.cancelled, `task "${run.job.name}" (${taskId}) cancelled`);
+    return true;
+  }
+
+  /** This node's view: its running tasks and the aborts it counted (the board merges the queue's counts in). */
+  localStats(): ExecutorStats {
+    const { config } = this;
+    return { name: config.name, kind: config.kind, concurrency: config.concurrency, active: this.running.size, queued: 0, ...this.counters.snapshot() };
+  }
+
+  async stats(): Promise<ExecutorStats> {
+    const { config } = this;
+    const local = this.counters.snapshot();
+    const counts = await this.getQueue()
+      .getJobCounts('active', 'waiting', 'delayed', 'prioritized', 'completed', 'failed')
+      .catch(() => undefined);
+    return {
+      name: config.name,
+      kind: config.kind,
+      concurrency: config.concurrency,
+      active: counts?.['active'] ?? this.running.size,
+      queued: (counts?.['waiting'] ?? 0) + (counts?.['delayed'] ?? 0) + (counts?.['prioritized'] ?? 0),
+      succeeded: counts?.['completed'] ?? local.succeeded,
+      failed: counts?.['failed'] ?? local.failed,
+      timedOut: local.timedOut,
+      cancelled: local.cancelled,
+      interrupted: local.interrupted,
+    };
+  }
+
+  /**
+   * Stops: no task is accepted or taken; running tasks get the grace, then are aborted and put
+   * back on the queue (never lost), and the BullMQ connections close.
+   */
+  async close(graceMs: number): Promise<number> {
+    this.accepting = false;
+    const { clock } = this.host;
+    const worker = this.worker;
+    // No new task is taken from now on; the running ones go on.
+    const closing = worker?.close() ?? Promise.resolve();
+    await waitAtMost(clock, closing, graceMs);
+    const left = [...this.running.values()];
+    for (const run of left) run.attempt.abort(ErrorCodes.shutdown, `task "${run.job.name}" (${run.job.id ?? ''}) interrupted by the shutdown; it goes back to the queue`);
+    await waitAtMost(clock, closing, 2_000);
+    await Promise.allSettled([this.events?.close(), this.queue?.close()]);
+    await Promise.allSettled(this.connections.map((c) => c.quit()));
+    for (const c of this.connections) c.disconnect();
+    return left.length;
+  }
+}
+

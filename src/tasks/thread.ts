@@ -1,0 +1,48 @@
+/**
+ * What crosses between a node and a worker thread: the message that asks a thread to run a
+ * task's or a job's handler, the messages on its port (log lines one way, the abort the
+ * other), and the envelope of the answer.
+ * @module
+ */
+import type { MessagePort } from 'node:worker_threads';
+import type { ErrorCode } from '../errors.js';
+
+/** The log levels a worker's `ctx.log` forwards. */
+export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
+/** One of {@link LOG_LEVELS}. */
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** What a thread is asked to run. */
+export interface ThreadRequest {
+  /** A task (`payload` given) or a job's run. */
+  readonly kind: 'task' | 'job';
+  /** The module URL (or absolute path) that exports the task or job. */
+  readonly module: string;
+  /** The task's or job's id. */
+  readonly id: string;
+  readonly payload?: unknown;
+  /** The context's plain fields (`signal` and `log` are made in the thread). */
+  readonly ctx: Readonly<Record<string, string | number | Date | undefined>>;
+  /** The levels the node writes, so `ctx.log.isLevelEnabled` answers in the thread. */
+  readonly levels: readonly LogLevel[];
+  /** The port of log lines and the abort. */
+  readonly port: MessagePort;
+}
+
+/** A message from the thread: a log line through `ctx.log`. */
+export interface LogMessage {
+  readonly type: 'log';
+  readonly level: LogLevel;
+  readonly bindings: Readonly<Record<string, unknown>>;
+  readonly args: readonly unknown[];
+}
+
+/** A message to the thread: abort the handler's signal. */
+export interface AbortMessage {
+  readonly type: 'abort';
+  readonly code: ErrorCode;
+  readonly message: string;
+}
+
+/** The thread's answer. */
+export type ThreadAnswer = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: unknown; readonly code?: ErrorCode };

@@ -1,0 +1,106 @@
+/**
+ * The worker thread's side: loads the module of a task or job (a `.ts` one through tsx's
+ * scoped `tsImport`, as the CLI loads a `.ts` jobs module, since a thread does not inherit the
+ * hooks of the process), finds the task or job by id among its exports, and runs its handler
+ * with a context whose signal the node aborts and whose log lines reach the node's logger.
+ * @module
+ */
+import { extname, isAbsolute } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { type AbortMessage, type LogLevel, type ThreadAnswer, type ThreadRequest } from './thread.js';
+
+const TS_EXTENSIONS = new Set(['.ts', '.mts', '.cts', '.tsx']);
+const modules = new Map<string, Promise<Record<string, unknown>>>();
+
+/** Imports a module once per thread. */
+function load(module: string): Promise<Record<string, unknown>> {
+  const url = isAbsolute(module) ? pathToFileURL(module).href : module;
+  let loaded = modules.get(url);
+  if (!loaded) {
+    const typeScript = TS_EXTENSIONS.has(extname(new URL(url).pathname));
+    loaded = (typeScript ? import('tsx/esm/api').then((tsx) => tsx.tsImport(url, import.meta.url)) : import(url)) as Promise<Record<string, unknown>>;
+    modules.set(url, loaded);
+  }
+  return loaded;
+}
+
+const SCHEDULE_KEYS = ['cron', 'fixedRate', 'fixedDelay'];
+
+function matches(value: unknown, kind: 'task' | 'job', id: string): value is { run: (...args: unknown[]) => unknown } {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Record<string, unknown>;
+  if (v['id'] !== id || typeof v['run'] !== 'function') return false;
+  const scheduled = SCHEDULE_KEYS.some((k) => v[k] !== undefined);
+  return kind === 'job' ? scheduled : !scheduled;
+}
+
+/** The task or job `id` among a module's exports (an export of its own, or in an exported array). */
+function find(mod: Record<string, unknown>, kind: 'task' | 'job', id: string): { run: (...args: unknown[]) => unknown } | undefined {
+  const seen = new Set<unknown>();
+  const look = (value: unknown, depth: number): { run: (...args: unknown[]) => unknown } | undefined => {
+    if (seen.has(value)) return undefined;
+    seen.add(value);
+    if (matches(value, kind, id)) return value;
+    if (depth > 0 && Array.isArray(value)) for (const item of value) if (matches(item, kind, id)) return item;
+    // A CommonJS module compiled by tsx: its exports once more under `default`.
+    if (depth > 0 && typeof value === 'object' && value !== null && !Array.isArray(value)) for (const inner of Object.values(value)) {
+      const found = look(inner, depth - 1);
+      if (found) return found;
+    }
+    return undefined;
+  };
+  return look(mod, 2);
+}
+
+/** A logger that sends its lines to the node. */
+function portLogger(req: ThreadRequest, bindings: Record<string, unknown>): Logger {
+  const send = (level: LogLevel) => (...args: unknown[]): void => {
+    try {
+      req.port.postMessage({ type: 'log', level, bindings, args });
+    } catch {
+      // An argument that cannot be cloned (a function, a socket): its text instead.
+      req.port.postMessage({ type: 'log', level, bindings, args: args.map((a) => (typeof a === 'object' && a !== null ? String(a) : typeof a === 'function' ? '[function]' : a)) });
+    }
+  };
+  const levels = new Set<string>(req.levels);
+  return {
+    error: send('error'),
+    warn: send('warn'),
+    info: send('info'),
+    debug: send('debug'),
+    child: (more) => portLogger(req, { ...bindings, ...more }),
+    isLevelEnabled: (level) => levels.has(level),
+  };
+}
+
+/** Runs one task or job handler; piscina calls this for each request. */
+export default async function runInThread(req: ThreadRequest): Promise<ThreadAnswer> {
+  const controller = new AbortController();
+  req.port.on('message', (m: AbortMessage) => {
+    if (m.type === 'abort') controller.abort(new LeaseholdError(m.code, m.message));
+  });
+  try {
+    let mod: Record<string, unknown>;
+    try {
+      mod = await load(req.module);
+    } catch (err) {
+      return { ok: false, code: ErrorCodes.invalidModule, error: `${req.kind} "${req.id}": its module ${req.module} failed to load in a worker thread: ${errorMessage(err)}` };
+    }
+    const found = find(mod, req.kind, req.id);
+    if (!found) return { ok: false, code: ErrorCodes.unknownTask, error: `${req.kind} "${req.id}": its module ${req.module} does not export it (a worker thread finds a ${req.kind} among the module's exports, or in an exported array)` };
+    const ctx = {
+      ...req.ctx,
+      signal: controller.signal,
+      log: portLogger(req, {}),
+    };
+    const value: unknown = req.kind === 'task' ? await found.run(req.payload, ctx) : await found.run(ctx);
+    return { ok: true, value };
+  } catch (error) {
+    return { ok: false, error };
+  } finally {
+    req.port.close();
+  }
+}
+

@@ -1,0 +1,20 @@
+/**
+ * `leasehold start` with a `.ts` jobs module that puts a job on a worker thread: the built CLI
+ * on plain Node, the thread loading the module through tsx's API, its log lines on the node.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnLeasehold } from './helpers/node.js';
+
+test('a job with thread: "worker" in a .ts jobs module runs in a worker thread under the CLI, logging through the node', async () => {
+  const node = spawnLeasehold(['start', '--jobs', 'test/fixtures/jobs-threads.ts', '--port', '0'], { LEASEHOLD_SHUTDOWN_GRACE: '500ms', REDIS_URL: undefined, LOG_LEVEL: 'info' });
+  const line = await node.waitFor((l) => l['msg'] === 'crunched in a worker thread', 15_000);
+  assert.equal(line['jobId'], 'crunch', 'the run\'s bindings');
+  assert.ok(typeof line['runId'] === 'string');
+  assert.ok(Number(line['threadId']) > 0, 'not the main thread');
+  await node.waitFor((l) => l['jobId'] === 'crunch' && l['msg'] === 'crunched in a worker thread' && l['runId'] !== line['runId'], 5_000);
+  node.kill('SIGTERM');
+  const { code } = await node.exited;
+  assert.equal(code, 0);
+  assert.ok(!node.lines.some((l) => l['level'] === 50), `no error: ${JSON.stringify(node.lines.filter((l) => l['level'] === 50))}`);
+});

@@ -1,0 +1,144 @@
+/**
+ * Worker threads: worker executors (a piscina pool, made on first use) and scheduled jobs with
+ * `thread: 'worker'`. Real threads; the installation job's lease on a real redis-server.
+ */
+import { test, after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { threadId } from 'node:worker_threads';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createRunner, defineJob, defineTask, isLeaseholdError, type RunEndedEvent, type RunStartedEvent, type TaskEndedEvent } from '../src/index.js';
+import { memoryLogger } from './helpers/log.js';
+import { startRedis, type TestRedis } from './helpers/redis.js';
+import { until } from './helpers/wait.js';
+import { busy, cpuJob, fails, hash, spin, stubbornJob, tasks } from './fixtures/tasks-worker.js';
+
+let redis: TestRedis;
+before(async () => {
+  redis = await startRedis();
+});
+after(async () => {
+  await redis.stop();
+});
+
+function worker(concurrency = 2) {
+  const log = memoryLogger('info');
+  const r = createRunner({ logger: log.logger, shutdownGrace: '300ms', executors: { cpu: { kind: 'worker', concurrency } } });
+  const ended: TaskEndedEvent[] = [];
+  r.on('taskEnded', (e) => ended.push(e));
+  return { r, log, ended };
+}
+
+test('a worker executor costs nothing until its first task, then runs tasks in worker threads with their logs on the node', async () => {
+  const { r, log } = worker();
+  const before = process.getActiveResourcesInfo().filter((x) => x !== 'TTYWrap').sort();
+  r.addTask(hash);
+  r.addTask(spin);
+  r.addTask(fails);
+  for (const t of tasks) r.addTask(t);
+  await r.start();
+  await sleep(50);
+  const idle = process.getActiveResourcesInfo().filter((x) => x !== 'TTYWrap').sort();
+  assert.deepEqual(idle.filter((x) => x === 'MessagePort' || x === 'Timeout'), before.filter((x) => x === 'MessagePort' || x === 'Timeout'), 'no thread, port or timer before the first task');
+  const h = await r.submit(hash, { text: 'leasehold', rounds: 1000 });
+  const result = await h.result();
+  assert.notEqual(result.threadId, threadId, 'the handler ran in another thread');
+  assert.equal(result.task, 'hash');
+  assert.equal(result.taskId, h.id);
+  const line = log.lines.find((l) => /hashing in thread/.test(String(l['msg'])));
+  assert.ok(line, 'ctx.log in the thread reaches the node logger');
+  assert.equal(line['task'], 'hash');
+  assert.equal(line['taskId'], h.id);
+  assert.equal(line['rounds'], 1000);
+  assert.equal(await (await r.submit<number, number>('in-array', 21)).result(), 42, 'a task found in an exported array');
+  await assert.rejects((await r.submit(fails, null)).result(), /the report template is missing/);
+  await r.stop();
+});
+
+test('a busy task past its timeout is interrupted: its thread is terminated and the task recorded timedOut', async () => {
+  const { r, ended } = worker(1);
+  await r.start();
+  const t0 = performance.now();
+  const h = await r.submit(spin, 30_000, { timeout: '200ms' });
+  await assert.rejects(h.result(), (err: unknown) => isLeaseholdError(err, 'timeout'));
+  const took = performance.now() - t0;
+  assert.ok(took < 3_000, `interrupted after ${Math.round(took)} ms`);
+  assert.equal(ended[0]?.outcome, 'timedOut');
+  // The slot is free again: the next task runs on a new thread.
+  assert.equal(await (await r.submit(spin, 10)).result(), 10);
+  await r.stop();
+});
+
+test('bad input on a worker executor: a payload that cannot be cloned, a module that does not export the task', async () => {
+  const { r } = worker(1);
+  await r.start();
+  await assert.rejects(r.submit(hash, { text: 'x', rounds: 1, f: () => 1 } as never), (err: unknown) => isLeaseholdError(err, 'invalidTask') && /task "hash" on worker executor "cpu": its payload cannot be passed to a worker thread/.test((err as Error).message));
+  const missing = defineTask({ id: 'not-exported', executor: 'cpu', module: new URL('./fixtures/tasks-worker.ts', import.meta.url).href, run: () => 1 });
+  await assert.rejects((await r.submit(missing, null)).result(), (err: unknown) => isLeaseholdError(err, 'unknownTask') && /task "not-exported": its module .*tasks-worker.ts does not export it/.test((err as Error).message));
+  const gone = defineTask({ id: 'gone', executor: 'cpu', module: new URL('./fixtures/no-such-module.ts', import.meta.url).href, run: () => 1 });
+  await assert.rejects((await r.submit(gone, null)).result(), (err: unknown) => isLeaseholdError(err, 'invalidModule') && /task "gone": its module .*no-such-module.ts failed to load in a worker thread/.test((err as Error).message));
+  await r.stop();
+});
+
+test('shutdown terminates a worker thread that ignores its signal: interrupted, and no thread is left', async () => {
+  const { r, ended, log } = worker(1);
+  await r.start();
+  const h = await r.submit(spin, 30_000);
+  await sleep(100);
+  const t0 = performance.now();
+  await r.stop();
+  assert.ok(performance.now() - t0 < 3_000);
+  await assert.rejects(h.result(), (err: unknown) => isLeaseholdError(err, 'shutdown'));
+  assert.equal(ended[0]?.outcome, 'interrupted');
+  assert.ok(log.lines.some((l) => l['executor'] === 'cpu' && l['interrupted'] === 1));
+  // A terminated thread's ports close on the next turns of the loop.
+  await until('no thread port left', () => !process.getActiveResourcesInfo().some((x) => x === 'MessagePort' || x === 'Worker'), 1_000);
+});
+
+/** Runs the CPU-bound installation job (a busy loop three times its lease) next to a 200 ms instance job. */
+async function cpuBoundNextToTicker(onWorker: boolean): Promise<{ outcome: string | undefined; lateness: number[] }> {
+  const log = memoryLogger('warn');
+  const r = createRunner({ redisUrl: redis.url, prefix: `cpu-${onWorker ? 'w' : 'l'}`, logger: log.logger, shutdownGrace: '2s' });
+  const job = onWorker ? cpuJob : defineJob({ ...cpuJob, thread: 'loop', module: undefined, run: () => busy(1_200) });
+  r.add(job);
+  r.add(defineJob({ id: 'ticker', fixedRate: '200ms', run: () => {} }));
+  const lateness: number[] = [];
+  let outcome: string | undefined;
+  r.on('runStarted', (e: RunStartedEvent) => {
+    if (e.jobId === 'ticker') lateness.push(e.lagMs);
+  });
+  r.on('runEnded', (e: RunEndedEvent) => {
+    if (e.jobId === 'cpu-job') outcome = e.outcome;
+  });
+  await r.start();
+  await until('the CPU-bound job to end', () => outcome !== undefined, 10_000);
+  await r.stop();
+  return { outcome, lateness };
+}
+
+test('a CPU-bound installation job on a worker thread keeps its lease, and an instance job beside it stays on time; on the event loop it loses its lease', async () => {
+  const onWorker = await cpuBoundNextToTicker(true);
+  assert.equal(onWorker.outcome, 'succeeded', 'no lockLost: the lease watcher kept extending on the event loop');
+  const sorted = [...onWorker.lateness].sort((a, b) => a - b);
+  assert.ok(sorted.length >= 4, `${sorted.length} ticks ran meanwhile`);
+  const p99 = sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.99) - 1)] ?? Infinity;
+  assert.ok(p99 < 50, `ticker p99 lateness ${p99} ms`);
+  const onLoop = await cpuBoundNextToTicker(false);
+  assert.equal(onLoop.outcome, 'lockLost', 'on the event loop the same job loses its lease, as before');
+});
+
+test('a busy worker job past its timeout is terminated and recorded timedOut, and its next tick runs', async () => {
+  const log = memoryLogger('info');
+  const r = createRunner({ logger: log.logger, shutdownGrace: '300ms' });
+  r.add(stubbornJob);
+  const outcomes: string[] = [];
+  const starts: number[] = [];
+  r.on('runStarted', (e) => e.jobId === 'stubborn-job' && starts.push(e.scheduledAt));
+  r.on('runEnded', (e) => e.jobId === 'stubborn-job' && outcomes.push(e.outcome));
+  await r.start();
+  await until('two runs to end', () => outcomes.length >= 2, 8_000);
+  assert.deepEqual(outcomes.slice(0, 2), ['timedOut', 'timedOut']);
+  assert.ok(starts.length >= 2 && starts[1] !== starts[0], 'the next tick ran');
+  await r.stop();
+  assert.throws(() => createRunner({ logger: log.logger }).add(defineJob({ id: 'no-module', fixedRate: '1s', thread: 'worker', run: () => {} })), (err: unknown) => isLeaseholdError(err, 'invalidJob') && /job "no-module": field "module": a job on a worker thread/.test((err as Error).message));
+  assert.throws(() => defineJob({ id: 'bad-thread', fixedRate: '1s', thread: 'fiber' as never, run: () => {} }), /job "bad-thread": field "thread": "fiber" must be "loop" or "worker"/);
+});
