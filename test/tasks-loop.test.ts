@@ -181,6 +181,7 @@ test('bad input: a clear error naming the task or executor and the field', async
   await assert.rejects(r.submit('nobody-has-it', null), (err: unknown) => isLeaseholdError(err, 'unknownTask') && /no task "nobody-has-it" is registered/.test((err as Error).message));
   await assert.rejects(r.submit(defineTask({ id: 'ok', run: () => {} }), null, { attempts: 0 }), /submit "ok": option "attempts"/);
   await assert.rejects(r.submit(defineTask({ id: 'ok', run: () => {} }), null, { delay: -1 }), /submit "ok": option "delay"/);
+  await assert.rejects(r.submit(defineTask({ id: 'ok', run: () => {} }), null, { attempts: 3 }), /submit "ok": options "attempts" and "backoff" apply to queue executors only; executor "default" is a loop executor/);
   process.env['LEASEHOLD_EXECUTOR_IO_CONCURRENCY'] = 'many';
   try {
     assert.throws(() => createRunner({ executors: { io: {} } }), /LEASEHOLD_EXECUTOR_IO_CONCURRENCY="many" is not a whole number/);

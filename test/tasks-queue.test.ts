@@ -78,7 +78,7 @@ test('1,000 tasks submitted on one of three nodes run on all three, each exactly
 
 test('kill -9 of a node mid-task: every task still completes, and only the tasks in flight on the dead node run again', async () => {
   const log = join(mkdtempSync(join(tmpdir(), 'lh-queue-')), 'runs.jsonl');
-  const env = { RUN_LOG: log, LEASEHOLD_PREFIX: 'q2', TASK_BODY_MS: '150', TASK_LEASE: '1s', CONCURRENCY: '4' };
+  const env = { RUN_LOG: log, LEASEHOLD_PREFIX: 'q2', TASK_BODY_MS: '150', TASK_LEASE: '3s', CONCURRENCY: '4' };
   const b = startNode('node-b', env);
   const c = startNode('node-c', env);
   await until('nodes b and c to start', () => b.out().includes('ready') && c.out().includes('ready'), 20_000);
@@ -90,7 +90,11 @@ test('kill -9 of a node mid-task: every task still completes, and only the tasks
   const inFlight = new Set(atKill.filter((l) => l.inst === 'node-c' && l.ev === 'start').map((l) => l.id));
   for (const l of atKill) if (l.inst === 'node-c' && l.ev === 'end') inFlight.delete(l.id);
   assert.ok(inFlight.size > 0, 'node c had tasks in flight');
-  await until('the results on node a', () => a.out().includes('"results"'), 40_000);
+  await until('the results on node a', () => a.out().includes('"results"'), 40_000).catch((err: unknown) => {
+    const lines = readLines(log);
+    const ended = new Set(lines.filter((l) => l.ev === 'end').map((l) => l.id));
+    throw new Error(`${String(err)}; ${ended.size} tasks ended; node a said: ${a.out().slice(-2000)}`);
+  });
   assert.match(a.out(), /"results":150,"ok":true/);
   const lines = readLines(log);
   const ends = lines.filter((l) => l.ev === 'end');

@@ -1,7 +1,9 @@
 /**
  * One task's attempt on this node: its timeout, its signal and abort reasons, and its outcome
  * reported as a `taskEnded` event. The reasons and outcomes are the runs' (`ABORT_OUTCOMES`):
- * a task times out, is cancelled and is interrupted at a shutdown as a run is.
+ * a task times out, is cancelled and is interrupted at a shutdown as a run is. The hot path
+ * allocates little: the signal is made when the handler first reads it (as a run's), and an
+ * executor may keep its attempts' deadlines on one timer of its own ({@link Deadlines}).
  * @module
  */
 import type { Timers, TimerHandle } from '../clock.js';
@@ -28,27 +30,59 @@ export interface AttemptParams {
   readonly emitter: Emitter;
   /** Whether a failure will be tried again (queue executors); decides the event's `willRetry`. */
   readonly willRetry?: (error: unknown) => boolean;
+  /** The executor's deadlines; without them the attempt arms a timer of its own. */
+  readonly deadlines?: Deadlines;
+  /** Called once with how the attempt ended (at the abort's report time for a handler that ignores it). */
+  readonly onEnd: (result: AttemptResult) => void;
+  /** Called once the handler has settled (or its thread was terminated). */
+  readonly onSettled?: () => void;
 }
 
 /** How an attempt ended. */
 export type AttemptResult = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly outcome: RunOutcome; readonly error: unknown };
 
 /** The body of an attempt: runs the handler (here or in a worker thread) under `ctx.signal`. */
-export type AttemptBody = (ctx: TaskContext, attempt: TaskAttempt) => Promise<unknown>;
+export type AttemptBody = (ctx: TaskContext) => unknown;
+
+/** The context a handler gets; its signal and logger are made when first read. */
+class Context implements TaskContext {
+  readonly taskId: string;
+  readonly task: string;
+  readonly executor: string;
+  readonly attempt: number;
+  readonly instanceId: string;
+  readonly #of: TaskAttempt;
+
+  constructor(of: TaskAttempt, p: AttemptParams) {
+    this.#of = of;
+    this.taskId = p.taskId;
+    this.task = p.task;
+    this.executor = p.executor;
+    this.attempt = p.attempt;
+    this.instanceId = p.instanceId;
+  }
+
+  get signal(): AbortSignal {
+    return this.#of.signal;
+  }
+
+  get log(): Logger {
+    return this.#of.logger();
+  }
+}
 
 /** One attempt of a task on this node. */
 export class TaskAttempt {
   readonly startedAt: number;
+  /** When it times out, on the monotonic clock. */
+  readonly deadline: number;
   abortedReason: AbortReasonCode | undefined;
   abortError: LeaseholdError | undefined;
-  /** Resolves once with how the attempt ended (at the abort's report time for a handler that ignores it). */
-  readonly ended: Promise<AttemptResult>;
-  /** Resolves when the handler has settled (or its thread was terminated). Never rejects. */
-  readonly settled: Promise<void>;
-  private readonly controller = new AbortController();
-  private readonly timeout: TimerHandle;
+  /** Whether the handler has settled. */
+  settledNow = false;
+  private controller: AbortController | undefined;
+  private timeout: TimerHandle | undefined;
   private reportTimer: TimerHandle | undefined;
-  private resolveEnded!: (r: AttemptResult) => void;
   private done = false;
   private log: Logger | undefined;
 
@@ -57,33 +91,27 @@ export class TaskAttempt {
     body: AttemptBody,
   ) {
     this.startedAt = p.clock.monotonic();
-    this.ended = new Promise((resolve) => (this.resolveEnded = resolve));
-    this.timeout = p.clock.setTimer(() => this.abort(ErrorCodes.timeout, `task "${p.task}" (${p.taskId}) timed out after ${formatDuration(p.timeoutMs)}`), p.timeoutMs);
-    const logger = (): Logger => this.logger();
-    const ctx: TaskContext = {
-      signal: this.controller.signal,
-      get log() {
-        return logger();
-      },
-      taskId: p.taskId,
-      task: p.task,
-      executor: p.executor,
-      attempt: p.attempt,
-      instanceId: p.instanceId,
-    };
-    this.settled = (async () => {
-      let result: AttemptResult;
-      try {
-        await null; // the handler starts after the attempt is made, never inside its constructor
-        result = { ok: true, value: await body(ctx, this) };
-      } catch (error) {
-        result = { ok: false, outcome: 'failed', error };
-      }
-      p.clock.clearTimer(this.timeout);
-      if (this.reportTimer !== undefined) p.clock.clearTimer(this.reportTimer);
-      if (this.abortedReason) this.reportAbort(result.ok ? undefined : result.error);
-      else this.finish(result);
-    })();
+    this.deadline = this.startedAt + p.timeoutMs;
+    if (p.deadlines) p.deadlines.add(this);
+    else this.timeout = p.clock.setTimer(() => this.timedOut(), p.timeoutMs);
+    void this.run(body);
+  }
+
+  private async run(body: AttemptBody): Promise<void> {
+    let result: AttemptResult;
+    try {
+      await null; // the handler starts after the attempt is made, never inside its constructor
+      result = { ok: true, value: await body(new Context(this, this.p)) };
+    } catch (error) {
+      result = { ok: false, outcome: 'failed', error };
+    }
+    this.settledNow = true;
+    const { p } = this;
+    if (this.timeout !== undefined) p.clock.clearTimer(this.timeout);
+    if (this.reportTimer !== undefined) p.clock.clearTimer(this.reportTimer);
+    if (this.abortedReason) this.reportAbort(result.ok ? undefined : result.error);
+    else this.finish(result);
+    p.onSettled?.();
   }
 
   /** The task's logger, made on first use. */
@@ -91,19 +119,36 @@ export class TaskAttempt {
     return (this.log ??= this.p.logger.child({ task: this.p.task, taskId: this.p.taskId, executor: this.p.executor, ...(this.p.attempt > 1 ? { attempt: this.p.attempt } : {}) }));
   }
 
-  /** The attempt's signal (what the handler gets as `ctx.signal`). */
+  /** The attempt's signal (what the handler gets as `ctx.signal`), made on first use. */
   get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.abortError) this.controller.abort(this.abortError);
+    }
     return this.controller.signal;
+  }
+
+  /** Aborts with reason `timeout`. */
+  timedOut(): void {
+    this.abort(ErrorCodes.timeout, `task "${this.p.task}" (${this.p.taskId}) timed out after ${formatDuration(this.p.timeoutMs)}`);
   }
 
   /** Aborts the task's signal (once); the outcome follows the reason. */
   abort(reason: AbortReasonCode, detail?: string): void {
     if (this.abortedReason !== undefined || this.done) return;
     this.abortedReason = reason;
-    this.p.clock.clearTimer(this.timeout);
+    // Once aborted the deadline has nothing left to do; a handler that ignores the abort must not
+    // keep the process alive after a stop.
+    if (this.timeout !== undefined) this.p.clock.clearTimer(this.timeout);
+    this.p.deadlines?.delete(this);
     this.abortError = new LeaseholdError(reason, detail ?? `task "${this.p.task}" (${this.p.taskId}) aborted: ${reason}`);
-    this.controller.abort(this.abortError);
+    this.controller?.abort(this.abortError);
     this.reportTimer = this.p.clock.setTimer(() => this.reportAbort(undefined), REPORT_AFTER_ABORT_MS, true);
+  }
+
+  /** Whether the outcome has been reported. */
+  get ended(): boolean {
+    return this.done;
   }
 
   /** Reports the abort's outcome now if not yet reported (a shutdown gives up on a stuck handler). */
@@ -132,6 +177,50 @@ export class TaskAttempt {
       cause: error,
       willRetry,
     });
-    this.resolveEnded(result);
+    p.onEnd(result);
+  }
+}
+
+/**
+ * The deadlines of an executor's running attempts, on one repeating timer that runs only while
+ * attempts run: a timer per task costs more than the task itself for small tasks, and an
+ * executor runs at most `concurrency` at once, so a check looks at few. A deadline is met to
+ * within a tick: a twentieth of the shortest timeout seen, 10 ms to 1 s.
+ */
+export class Deadlines {
+  private readonly running = new Set<TaskAttempt>();
+  // Not a background timer: like a run's timeout, it keeps the process alive while tasks run.
+  private timer: TimerHandle | undefined;
+  private tickMs = 1_000;
+
+  constructor(private readonly clock: Timers) {}
+
+  add(attempt: TaskAttempt): void {
+    this.running.add(attempt);
+    const tick = Math.max(10, Math.min(1_000, Math.floor((attempt.deadline - attempt.startedAt) / 20)));
+    if (tick < this.tickMs) {
+      this.tickMs = tick;
+      this.stopTimer();
+    }
+    if (this.timer === undefined) this.arm();
+  }
+
+  delete(attempt: TaskAttempt): void {
+    this.running.delete(attempt);
+    if (this.running.size === 0) this.stopTimer();
+  }
+
+  private arm(): void {
+    this.timer = this.clock.setTimer(() => {
+      this.timer = undefined;
+      const now = this.clock.monotonic();
+      for (const attempt of this.running) if (now >= attempt.deadline) attempt.timedOut();
+      if (this.running.size > 0) this.arm();
+    }, this.tickMs);
+  }
+
+  private stopTimer(): void {
+    if (this.timer !== undefined) this.clock.clearTimer(this.timer);
+    this.timer = undefined;
   }
 }

@@ -66,19 +66,36 @@ export class Counters {
 }
 
 /**
- * A task's result: a promise settled once, that never counts as an unhandled rejection when
- * nobody asks for it (a fire-and-forget task's failure is logged and counted instead).
+ * A task's result, settled once. Its promise is made only when someone asks for it, so a
+ * fire-and-forget task's failure is never an unhandled rejection (it is logged and counted
+ * instead), and a task nobody awaits costs no promise.
  */
 export class Settlement {
-  readonly promise: Promise<unknown>;
-  resolve!: (value: unknown) => void;
-  reject!: (error: unknown) => void;
+  private state: { readonly ok: boolean; readonly value: unknown } | undefined;
+  private waiters: { resolve: (v: unknown) => void; reject: (e: unknown) => void }[] | undefined;
 
-  constructor() {
-    this.promise = new Promise((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-    });
-    this.promise.catch(() => undefined);
+  /** The result as a promise. */
+  promise(): Promise<unknown> {
+    const state = this.state;
+    if (state) return state.ok ? Promise.resolve(state.value) : Promise.reject(state.value as Error);
+    return new Promise((resolve, reject) => (this.waiters ??= []).push({ resolve, reject }));
+  }
+
+  resolve(value: unknown): void {
+    this.settle(true, value);
+  }
+
+  reject(error: unknown): void {
+    this.settle(false, error);
+  }
+
+  private settle(ok: boolean, value: unknown): void {
+    if (this.state) return;
+    this.state = { ok, value };
+    for (const w of this.waiters ?? []) {
+      if (ok) w.resolve(value);
+      else w.reject(value);
+    }
+    this.waiters = undefined;
   }
 }

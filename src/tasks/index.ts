@@ -38,6 +38,7 @@ export interface TasksOptions extends ExecutorHost {
 /** A node's tasks and executors. */
 export class Tasks {
   private readonly registered = new Map<string, NormalizedTask>();
+  private readonly seen = new WeakMap<object, NormalizedTask>();
   private readonly made = new Map<string, TaskExecutor>();
   private jobPool: ThreadPool | undefined;
   private accepting = true;
@@ -76,11 +77,15 @@ export class Tasks {
       if (!found) throw new LeaseholdError(ErrorCodes.unknownTask, `submit: no task ${JSON.stringify(taskOrId)} is registered on this node (runner.addTask, or submit the definition itself)`);
       task = found;
     } else {
-      task = this.registered.get((taskOrId as { id?: unknown }).id as string) ?? this.check(taskOrId);
+      const registered = this.registered.get((taskOrId as { id?: unknown }).id as string);
+      task = registered?.definition === taskOrId ? registered : this.checked(taskOrId);
     }
     const opts = normalizeSubmit(task.id, options);
     const config = this.config(task.executor);
     if (!this.accepting) throw new LeaseholdError(ErrorCodes.shutdown, `the runner is shutting down: task "${task.id}" not accepted by executor "${config.name}"`);
+    if (config.kind !== 'queue' && (opts.attempts !== undefined || opts.backoffMs !== undefined)) {
+      throw new LeaseholdError(ErrorCodes.invalidTask, `submit "${task.id}": options "attempts" and "backoff" apply to queue executors only; executor "${config.name}" is a ${config.kind} executor`);
+    }
     if (config.kind === 'worker') {
       try {
         structuredClone(payload);
@@ -150,9 +155,9 @@ export class Tasks {
    */
   runJob(jobId: string, module: string, ctx: JobContext): Promise<unknown> {
     // One thread per worker job at most: a job never overlaps itself.
-    this.jobPool ??= new ThreadPool({ name: 'jobs', maxThreads: 1_000, idleTimeoutMs: 60_000, clock: this.opts.clock });
+    this.jobPool ??= new ThreadPool({ name: 'jobs', maxThreads: 1_000, idleTimeoutMs: 60_000, clock: this.opts.clock, logger: this.opts.logger });
     const fields = { jobId: ctx.jobId, runId: ctx.runId, scheduledAt: ctx.scheduledAt, startedAt: ctx.startedAt, instanceId: ctx.instanceId, attempt: ctx.attempt, fencingToken: ctx.fencingToken };
-    return this.jobPool.run({ kind: 'job', module, id: jobId, ctx: fields }, ctx.signal, this.opts.logger, () => ctx.log);
+    return this.jobPool.run({ kind: 'job', module, id: jobId, ctx: fields }, ctx.signal);
   }
 
   /** Stops accepting tasks (before the runner's timer stops, so nothing new starts). */
@@ -179,6 +184,16 @@ export class Tasks {
     await this.opts.board?.stop();
   }
 
+  /** A definition submitted without being registered, checked once. */
+  private checked(definition: object): NormalizedTask {
+    let task = this.seen.get(definition);
+    if (!task) {
+      task = this.check(definition);
+      this.seen.set(definition, task);
+    }
+    return task;
+  }
+
   private check(definition: unknown): NormalizedTask {
     const task = normalizeTask(definition);
     const config = this.config(task.executor);
@@ -195,13 +210,13 @@ export class Tasks {
     if (config.kind === 'loop') {
       executor = new LocalExecutor(config, host, (task, payload, ctx) => Promise.resolve(task.run(payload, ctx)));
     } else if (config.kind === 'worker') {
-      const pool = new ThreadPool({ name: config.name, maxThreads: config.concurrency, idleTimeoutMs: config.idleTimeoutMs, clock: host.clock });
+      const pool = new ThreadPool({ name: config.name, maxThreads: config.concurrency, idleTimeoutMs: config.idleTimeoutMs, clock: host.clock, logger: host.logger });
       executor = new LocalExecutor(
         config,
         host,
         (task, payload, ctx) => {
           const fields = { taskId: ctx.taskId, task: ctx.task, executor: ctx.executor, attempt: ctx.attempt, instanceId: ctx.instanceId };
-          return pool.run({ kind: 'task', module: task.module ?? '', id: task.id, payload, ctx: fields }, ctx.signal, host.logger, () => ctx.log);
+          return pool.run({ kind: 'task', module: task.module ?? '', id: task.id, payload, ctx: fields }, ctx.signal);
         },
         () => pool.close(),
       );

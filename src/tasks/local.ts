@@ -10,7 +10,7 @@ import type { Logger } from '../logger.js';
 import { ErrorCodes, LeaseholdError } from '../errors.js';
 import type { Emitter } from '../runner/events.js';
 import type { ResolvedExecutor } from './config.js';
-import { TaskAttempt, type AttemptResult } from './execution.js';
+import { Deadlines, TaskAttempt, type AttemptResult } from './execution.js';
 import { Counters, Settlement, type ExecutorStats, type TaskExecutor } from './executor.js';
 import type { NormalizedSubmit, NormalizedTask, TaskContext, TaskHandle } from './task.js';
 
@@ -23,7 +23,7 @@ export interface ExecutorHost {
 }
 
 /** Runs one task's handler under its attempt's signal (here, or in a worker thread). */
-export type LocalBody = (task: NormalizedTask, payload: unknown, ctx: TaskContext, attempt: TaskAttempt) => Promise<unknown>;
+export type LocalBody = (task: NormalizedTask, payload: unknown, ctx: TaskContext) => unknown;
 
 interface Entry {
   readonly taskId: string;
@@ -45,6 +45,7 @@ export class LocalExecutor implements TaskExecutor {
   private readonly delayed = new Set<Entry>();
   private readonly byId = new Map<string, Entry>();
   private readonly counters = new Counters();
+  private readonly deadlines: Deadlines;
   private accepting = true;
   /** After the grace: nothing more starts. */
   private closed = false;
@@ -54,7 +55,9 @@ export class LocalExecutor implements TaskExecutor {
     private readonly host: ExecutorHost,
     private readonly body: LocalBody,
     private readonly onClose: () => Promise<void> = async () => {},
-  ) {}
+  ) {
+    this.deadlines = new Deadlines(host.clock);
+  }
 
   get name(): string {
     return this.config.name;
@@ -88,7 +91,7 @@ export class LocalExecutor implements TaskExecutor {
       payload,
       timeoutMs: opts.timeoutMs ?? task.timeoutMs ?? config.timeoutMs,
       settlement,
-      handle: { id: taskId, result: () => settlement.promise as Promise<never> },
+      handle: { id: taskId, result: () => settlement.promise() as Promise<never> },
       delay: undefined,
       attempt: undefined,
       cancelled: false,
@@ -150,7 +153,7 @@ export class LocalExecutor implements TaskExecutor {
     const running = [...this.running];
     interrupted += running.length;
     for (const entry of running) entry.attempt?.abort(ErrorCodes.shutdown, `task "${entry.task.id}" (${entry.taskId}) interrupted by the shutdown`);
-    if (running.length > 0) await waitAtMost(clock, Promise.all(running.map((e) => e.attempt?.settled)), 1_000);
+    if (running.length > 0) await waitAtMost(clock, new Promise<void>((resolve) => (this.onIdle = resolve)), 1_000);
     for (const entry of running) entry.attempt?.reportAbort(undefined);
     await this.onClose();
     return interrupted;
@@ -178,18 +181,30 @@ export class LocalExecutor implements TaskExecutor {
 
   private start(entry: Entry): void {
     const { host, config } = this;
-    const attempt = new TaskAttempt(
-      { executor: config.name, kind: config.kind, task: entry.task.id, taskId: entry.taskId, attempt: 1, instanceId: host.instanceId, timeoutMs: entry.timeoutMs, clock: host.clock, logger: host.logger, emitter: host.emitter },
-      (ctx, a) => this.body(entry.task, entry.payload, ctx, a),
-    );
-    entry.attempt = attempt;
     this.running.add(entry);
-    void attempt.ended.then((r) => this.settle(entry, r));
-    void attempt.settled.then(() => {
-      this.running.delete(entry);
-      if (this.byId.get(entry.taskId) === entry) this.byId.delete(entry.taskId);
-      this.pump();
-    });
+    entry.attempt = new TaskAttempt(
+      {
+        executor: config.name,
+        kind: config.kind,
+        task: entry.task.id,
+        taskId: entry.taskId,
+        attempt: 1,
+        instanceId: host.instanceId,
+        timeoutMs: entry.timeoutMs,
+        clock: host.clock,
+        logger: host.logger,
+        emitter: host.emitter,
+        deadlines: this.deadlines,
+        onEnd: (r) => this.settle(entry, r),
+        onSettled: () => {
+          if (entry.attempt) this.deadlines.delete(entry.attempt);
+          this.running.delete(entry);
+          if (this.byId.get(entry.taskId) === entry) this.byId.delete(entry.taskId);
+          this.pump();
+        },
+      },
+      (ctx) => this.body(entry.task, entry.payload, ctx),
+    );
   }
 
   private settle(entry: Entry, r: AttemptResult): void {

@@ -5,12 +5,13 @@
  * a busy loop is interrupted.
  * @module
  */
-import { MessageChannel } from 'node:worker_threads';
+import { randomUUID } from 'node:crypto';
+import { BroadcastChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { Timers, TimerHandle } from '../clock.js';
 import type { Logger } from '../logger.js';
 import { ErrorCodes, LeaseholdError, errorMessage, isLeaseholdError } from '../errors.js';
-import { LOG_LEVELS, type LogMessage, type ThreadAnswer, type ThreadRequest } from './thread.js';
+import { LOG_LEVELS, type AbortMessage, type LogMessage, type ThreadAnswer, type ThreadRequest } from './thread.js';
 
 /** How long a thread whose handler was aborted gets to return before it is terminated. */
 export const TERMINATE_GRACE_MS = 500;
@@ -24,12 +25,18 @@ export interface ThreadPoolOptions {
   readonly maxThreads: number;
   readonly idleTimeoutMs: number;
   readonly clock: Timers;
+  /** Where the threads' log lines go (with the bindings of their task or run). */
+  readonly logger: Logger;
   readonly terminateGraceMs?: number;
 }
 
 /** A lazily made piscina pool. */
 export class ThreadPool {
   private pool: Piscina | undefined;
+  private down: BroadcastChannel | undefined;
+  private up: BroadcastChannel | undefined;
+  private readonly channel = `leasehold:${randomUUID()}`;
+  private seq = 0;
 
   constructor(private readonly opts: ThreadPoolOptions) {}
 
@@ -38,38 +45,51 @@ export class ThreadPool {
     return this.pool?.threads.length ?? 0;
   }
 
+  private open(): Piscina {
+    if (this.pool) return this.pool;
+    const { opts } = this;
+    this.down = new BroadcastChannel(`${this.channel}:down`);
+    this.up = new BroadcastChannel(`${this.channel}:up`);
+    this.down.unref();
+    this.up.unref();
+    this.up.onmessage = (event: unknown) => this.log((event as { data: LogMessage }).data);
+    this.pool = new Piscina({ filename: WORKER_FILE, name: 'default', minThreads: 0, maxThreads: opts.maxThreads, idleTimeout: opts.idleTimeoutMs });
+    return this.pool;
+  }
+
+  private log(m: LogMessage): void {
+    if (m.type !== 'log' || !LOG_LEVELS.includes(m.level)) return;
+    const target = this.opts.logger.child({ ...m.bindings });
+    const [first, ...rest] = m.args;
+    if (typeof first === 'string') target[m.level](first, ...rest);
+    else target[m.level]((first ?? {}) as object, ...(rest as [string?, ...unknown[]]));
+  }
+
   /**
    * Runs a handler in a thread. `signal`'s abort is passed to the handler's signal, and the
    * thread is terminated if it has not answered after the grace; the promise then rejects with
-   * the signal's reason. `log()` gets the thread's `ctx.log` lines; `levels` says which levels
-   * are written.
+   * the signal's reason.
    */
-  async run(request: Omit<ThreadRequest, 'port' | 'levels'>, signal: AbortSignal, levels: Logger, log: () => Logger): Promise<unknown> {
+  async run(request: Omit<ThreadRequest, 'seq' | 'channel' | 'levels'>, signal: AbortSignal): Promise<unknown> {
     const { opts } = this;
-    this.pool ??= new Piscina({ filename: WORKER_FILE, name: 'default', minThreads: 0, maxThreads: opts.maxThreads, idleTimeout: opts.idleTimeoutMs, atomics: 'disabled' });
-    const { port1, port2 } = new MessageChannel();
-    port1.on('message', (m: LogMessage) => {
-      if (m.type !== 'log' || !LOG_LEVELS.includes(m.level)) return;
-      const target = Object.keys(m.bindings).length > 0 ? log().child({ ...m.bindings }) : log();
-      const [first, ...rest] = m.args;
-      if (typeof first === 'string') target[m.level](first, ...rest);
-      else target[m.level]((first ?? {}) as object, ...(rest as [string?, ...unknown[]]));
-    });
+    const pool = this.open();
+    const seq = ++this.seq;
     const terminate = new AbortController();
     let timer: TimerHandle | undefined;
     const onAbort = (): void => {
       const reason: unknown = signal.reason;
       const code = isLeaseholdError(reason) ? reason.code : ErrorCodes.cancelled;
-      port1.postMessage({ type: 'abort', code, message: errorMessage(reason) });
+      const message: AbortMessage = { type: 'abort', seq, code, message: errorMessage(reason) };
+      this.down?.postMessage(message);
       timer = opts.clock.setTimer(() => terminate.abort(reason), opts.terminateGraceMs ?? TERMINATE_GRACE_MS, true);
     };
     if (signal.aborted) onAbort();
     else signal.addEventListener('abort', onAbort, { once: true });
     try {
-      const enabled = LOG_LEVELS.filter((l) => levels.isLevelEnabled(l));
+      const levels = LOG_LEVELS.filter((l) => opts.logger.isLevelEnabled(l));
       let answer: ThreadAnswer;
       try {
-        answer = (await this.pool.run({ ...request, levels: enabled, port: port2 }, { transferList: [port2], signal: terminate.signal })) as ThreadAnswer;
+        answer = (await pool.run({ ...request, seq, channel: this.channel, levels }, { signal: terminate.signal })) as ThreadAnswer;
       } catch (err) {
         if (terminate.signal.aborted) throw signal.reason;
         throw new LeaseholdError(ErrorCodes.invalidTask, `${request.kind} "${request.id}" on worker executor "${opts.name}": ${errorMessage(err)}`, { cause: err });
@@ -80,7 +100,6 @@ export class ThreadPool {
     } finally {
       signal.removeEventListener('abort', onAbort);
       if (timer !== undefined) opts.clock.clearTimer(timer);
-      port1.close();
     }
   }
 
@@ -89,5 +108,8 @@ export class ThreadPool {
     const pool = this.pool;
     this.pool = undefined;
     await pool?.destroy();
+    this.down?.close();
+    this.up?.close();
+    this.down = this.up = undefined;
   }
 }

@@ -15,7 +15,7 @@ import { createRedis, type RedisClient } from '../redis/connection.js';
 import { keys } from '../redis/keys.js';
 import type { ResolvedExecutor } from './config.js';
 import type { QueueFactory } from './index.js';
-import { TaskAttempt } from './execution.js';
+import { TaskAttempt, type AttemptResult } from './execution.js';
 import { Counters, type ExecutorStats, type TaskExecutor } from './executor.js';
 import type { ExecutorHost } from './local.js';
 import type { NormalizedSubmit, NormalizedTask, TaskHandle } from './task.js';
@@ -154,8 +154,11 @@ class QueueExecutor implements TaskExecutor {
     }
     const attemptNumber = Math.max(1, job.attemptsStarted);
     const maxAttempts = job.opts.attempts ?? 1;
+    let ended!: (r: AttemptResult) => void;
+    const result = new Promise<AttemptResult>((resolve) => (ended = resolve));
     const attempt = new TaskAttempt(
       {
+        onEnd: (r) => ended(r),
         executor: config.name,
         kind: config.kind,
         task: task.id,
@@ -172,7 +175,7 @@ class QueueExecutor implements TaskExecutor {
     );
     this.running.set(taskId, { attempt, job, token });
     try {
-      const r = await attempt.ended;
+      const r = await result;
       if (r.ok) {
         this.counters.add('succeeded');
         return r.value;
@@ -239,8 +242,9 @@ class QueueExecutor implements TaskExecutor {
     const left = [...this.running.values()];
     for (const run of left) run.attempt.abort(ErrorCodes.shutdown, `task "${run.job.name}" (${run.job.id ?? ''}) interrupted by the shutdown; it goes back to the queue`);
     await waitAtMost(clock, closing, 2_000);
-    await Promise.allSettled([this.events?.close(), this.queue?.close()]);
-    await Promise.allSettled(this.connections.map((c) => c.quit()));
+    // Bounded: with Redis away, a close or a QUIT would wait for it (these connections queue).
+    await waitAtMost(clock, Promise.allSettled([this.events?.close(), this.queue?.close()]), 2_000);
+    await waitAtMost(clock, Promise.allSettled(this.connections.map((c) => c.quit())), 1_000);
     for (const c of this.connections) c.disconnect();
     return left.length;
   }

@@ -83,6 +83,8 @@ export interface NormalizedTask {
   readonly module: string | undefined;
   readonly timeoutMs: number | undefined;
   readonly run: TaskHandler;
+  /** The definition it was made from. */
+  readonly definition: object;
 }
 
 /** The executor a task runs on when its definition names none. */
@@ -131,7 +133,7 @@ export function normalizeTask(input: unknown): NormalizedTask {
       fail(name, 'timeout', errorMessage(err));
     }
   }
-  return { id, executor, module, timeoutMs, run: source['run'] as TaskHandler };
+  return { id, executor, module, timeoutMs, run: source['run'] as TaskHandler, definition: input };
 }
 
 /** Submit options, checked. */

@@ -4,7 +4,6 @@
  * other), and the envelope of the answer.
  * @module
  */
-import type { MessagePort } from 'node:worker_threads';
 import type { ErrorCode } from '../errors.js';
 
 /** The log levels a worker's `ctx.log` forwards. */
@@ -12,8 +11,16 @@ export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
 /** One of {@link LOG_LEVELS}. */
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
-/** What a thread is asked to run. */
+/**
+ * What a thread is asked to run. Aborts reach the thread, and log lines the node, on the pool's
+ * two broadcast channels (`<channel>:down`, `<channel>:up`), not a channel per task: making and
+ * transferring a port costs more than a small task.
+ */
 export interface ThreadRequest {
+  /** The request's number, which an abort names. */
+  readonly seq: number;
+  /** The pool's channel name. */
+  readonly channel: string;
   /** A task (`payload` given) or a job's run. */
   readonly kind: 'task' | 'job';
   /** The module URL (or absolute path) that exports the task or job. */
@@ -25,11 +32,9 @@ export interface ThreadRequest {
   readonly ctx: Readonly<Record<string, string | number | Date | undefined>>;
   /** The levels the node writes, so `ctx.log.isLevelEnabled` answers in the thread. */
   readonly levels: readonly LogLevel[];
-  /** The port of log lines and the abort. */
-  readonly port: MessagePort;
 }
 
-/** A message from the thread: a log line through `ctx.log`. */
+/** A message from a thread: a log line through `ctx.log`, with the task's or run's bindings. */
 export interface LogMessage {
   readonly type: 'log';
   readonly level: LogLevel;
@@ -37,9 +42,10 @@ export interface LogMessage {
   readonly args: readonly unknown[];
 }
 
-/** A message to the thread: abort the handler's signal. */
+/** A message to the threads: abort the handler of request `seq`. */
 export interface AbortMessage {
   readonly type: 'abort';
+  readonly seq: number;
   readonly code: ErrorCode;
   readonly message: string;
 }

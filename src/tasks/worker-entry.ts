@@ -7,6 +7,7 @@
  */
 import { extname, isAbsolute } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { BroadcastChannel } from 'node:worker_threads';
 import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { type AbortMessage, type LogLevel, type ThreadAnswer, type ThreadRequest } from './thread.js';
@@ -54,14 +55,37 @@ function find(mod: Record<string, unknown>, kind: 'task' | 'job', id: string): {
   return look(mod, 2);
 }
 
-/** A logger that sends its lines to the node. */
+/** The pool's channels in this thread, by name: aborts come down one, log lines go up the other. */
+const channels = new Map<string, { up: BroadcastChannel; down: BroadcastChannel }>();
+/** The controllers of the handlers running in this thread, by request number. */
+const running = new Map<number, AbortController>();
+
+function channelsOf(name: string): { up: BroadcastChannel; down: BroadcastChannel } {
+  let c = channels.get(name);
+  if (!c) {
+    const down = new BroadcastChannel(`${name}:down`);
+    const up = new BroadcastChannel(`${name}:up`);
+    down.unref();
+    up.unref();
+    down.onmessage = (event: unknown) => {
+      const m = (event as { data: AbortMessage }).data;
+      if (m.type === 'abort') running.get(m.seq)?.abort(new LeaseholdError(m.code, m.message));
+    };
+    c = { up, down };
+    channels.set(name, c);
+  }
+  return c;
+}
+
+/** A logger that sends its lines to the node, with the task's or run's bindings. */
 function portLogger(req: ThreadRequest, bindings: Record<string, unknown>): Logger {
+  const { up } = channelsOf(req.channel);
   const send = (level: LogLevel) => (...args: unknown[]): void => {
     try {
-      req.port.postMessage({ type: 'log', level, bindings, args });
+      up.postMessage({ type: 'log', level, bindings, args });
     } catch {
       // An argument that cannot be cloned (a function, a socket): its text instead.
-      req.port.postMessage({ type: 'log', level, bindings, args: args.map((a) => (typeof a === 'object' && a !== null ? String(a) : typeof a === 'function' ? '[function]' : a)) });
+      up.postMessage({ type: 'log', level, bindings, args: args.map((a) => (typeof a === 'object' && a !== null ? String(a) : typeof a === 'function' ? '[function]' : a)) });
     }
   };
   const levels = new Set<string>(req.levels);
@@ -78,9 +102,8 @@ function portLogger(req: ThreadRequest, bindings: Record<string, unknown>): Logg
 /** Runs one task or job handler; piscina calls this for each request. */
 export default async function runInThread(req: ThreadRequest): Promise<ThreadAnswer> {
   const controller = new AbortController();
-  req.port.on('message', (m: AbortMessage) => {
-    if (m.type === 'abort') controller.abort(new LeaseholdError(m.code, m.message));
-  });
+  channelsOf(req.channel);
+  running.set(req.seq, controller);
   try {
     let mod: Record<string, unknown>;
     try {
@@ -90,17 +113,24 @@ export default async function runInThread(req: ThreadRequest): Promise<ThreadAns
     }
     const found = find(mod, req.kind, req.id);
     if (!found) return { ok: false, code: ErrorCodes.unknownTask, error: `${req.kind} "${req.id}": its module ${req.module} does not export it (a worker thread finds a ${req.kind} among the module's exports, or in an exported array)` };
+    const c = req.ctx;
+    const attempt = typeof c['attempt'] === 'number' && c['attempt'] > 1 ? { attempt: c['attempt'] } : {};
+    // The bindings the node's own logger would give: the task's, or the run's.
+    const bindings = req.kind === 'task' ? { task: c['task'], taskId: c['taskId'], executor: c['executor'], ...attempt } : { jobId: c['jobId'], runId: c['runId'], ...attempt };
+    let log: Logger | undefined;
     const ctx = {
-      ...req.ctx,
+      ...c,
       signal: controller.signal,
-      log: portLogger(req, {}),
+      get log(): Logger {
+        return (log ??= portLogger(req, bindings));
+      },
     };
     const value: unknown = req.kind === 'task' ? await found.run(req.payload, ctx) : await found.run(ctx);
     return { ok: true, value };
   } catch (error) {
     return { ok: false, error };
   } finally {
-    req.port.close();
+    running.delete(req.seq);
   }
 }
 
