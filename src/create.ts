@@ -297,6 +297,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
         }
       : {}),
   });
+  core.submit = (task, payload, options) => tasks.submit(task as unknown as TaskDefinition | string, payload, options) as Promise<TaskHandle<never>>;
   let coordinator: RedisCoordinator | undefined;
   let leaseConnection: RedisClient | undefined;
   let status: AttachedStatus | undefined;

@@ -54,6 +54,7 @@ export {
   type ExecutorStats,
 } from './tasks/index.js';
 export { JobThreads, type JobThread } from './schedule/job.js';
+export type { SubmitTask, TaskReference } from './schedule/submit.js';
 
 // Running them
 export { createRunner, type Runner, type RunnerOptions, type MetricsRegistry } from './create.js';

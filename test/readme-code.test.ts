@@ -34,6 +34,10 @@ declare global {
   function purge(batch: string[], fencingToken: number | undefined): Promise<void>;
   /** A nightly cleanup. */
   function cleanup(): Promise<void>;
+  /** Sends one mail. */
+  function sendMail(to: string): Promise<void>;
+  /** Who gets the digest. */
+  function recipients(): Promise<string[]>;
   /** An existing HTTP app (an Express app is a request listener too). */
   const app: RequestListener;
 }

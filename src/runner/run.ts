@@ -13,6 +13,7 @@ import { retryDelayMs } from '../schedule/retry.js';
 import type { HeldLease, LeaseLoss, LeaseWatchHandle } from '../lease/port.js';
 import { ABORT_OUTCOMES, type Emitter, type RunOutcome, type RunStartedEvent } from './events.js';
 import type { RunHook, RunHooks } from './hooks.js';
+import type { SubmitTask } from '../schedule/submit.js';
 
 /** How long after an abort a handler that ignores its signal is reported with the abort's outcome. */
 const REPORT_AFTER_ABORT_MS = 1_000;
@@ -67,6 +68,8 @@ export interface RunParams {
   readonly nextTickAt: number | null;
   /** What runs around each attempt (the tracer), if anything. */
   readonly hooks?: RunHooks | undefined;
+  /** How the run's handler submits a background task (`ctx.submit`). */
+  readonly submit: SubmitTask;
 }
 
 const OUTCOME_OF = ABORT_OUTCOMES;

@@ -22,6 +22,7 @@ import { ALONE, type ClaimOrder } from './order.js';
 import { StepDetector } from './steps.js';
 import { Timetable, type TimetableHost } from './timetable.js';
 import type { RunHooks } from './hooks.js';
+import type { SubmitTask } from '../schedule/submit.js';
 
 export type { SettingsSource } from './slot.js';
 export { jobInfo, type JobInfo, type JobView } from './view.js';
@@ -54,6 +55,8 @@ export class RunnerCore implements TimetableHost, ClaimHost {
   private stopping: Promise<void> | undefined;
   coordinator: Coordinator;
   /** What runs around each run (the tracer). */ hooks: RunHooks | undefined;
+  /** How a run submits a background task (`ctx.submit`): the executors', set by `createRunner`. */
+  submit: SubmitTask = () => Promise.reject(new LeaseholdError(ErrorCodes.invalidTask, 'ctx.submit: this runner has no executors'));
 
   constructor(private readonly opts: RunnerCoreOptions) {
     this.clock = completeClock(opts.clock);
@@ -289,6 +292,7 @@ export class RunnerCore implements TimetableHost, ClaimHost {
       delayAfterMs: eff.trigger.kind === 'fixedDelay' ? eff.trigger.intervalMs : undefined,
       nextTickAt: eff.trigger.kind === 'fixedDelay' ? null : slot.nextAt,
       hooks: this.hooks,
+      submit: this.submit,
     });
     slot.running = run;
     void run.settled.then(() => {
