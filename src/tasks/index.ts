@@ -63,6 +63,11 @@ export class Tasks {
     return task;
   }
 
+  /** Unregisters a task (a renamed `@Async` method's): submits by its id are refused from now on. */
+  remove(id: string): boolean {
+    return this.registered.delete(id);
+  }
+
   /** The registered tasks' ids. */
   ids(): string[] {
     return [...this.registered.keys()];
@@ -179,7 +184,8 @@ export class Tasks {
     await this.opts.board?.stop();
   }
 
-  private check(definition: unknown): NormalizedTask {
+  /** Checks a task definition as `add` does, against this node's executors. */
+  check(definition: unknown): NormalizedTask {
     const task = normalizeTask(definition);
     const config = this.config(task.executor);
     if (config.kind === 'queue' && !this.opts.queue) throw new LeaseholdError(ErrorCodes.invalidTask, `task "${task.id}": executor "${config.name}" is a queue executor, which needs Redis (configure redisUrl or another Redis option)`);
