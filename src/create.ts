@@ -31,6 +31,7 @@ import { checkToken } from './http/auth.js';
 import { StatusEvents } from './http/events.js';
 import { Registrations, type RegisterOptions } from './decorators/register.js';
 import { attachTracing } from './trace/tracer.js';
+import { attachTaskTracing } from './trace/tasks.js';
 import { mcpRoutes } from './mcp/http.js';
 import { DEFAULT_EXECUTOR, ExecutorBoard, Tasks, queueExecutor, resolveExecutors, withThread, type ExecutorConfig, type ExecutorStats, type SubmitOptions, type TaskDefinition, type TaskHandle } from './tasks/index.js';
 
@@ -281,6 +282,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
   const metricsToken = checkToken(opts.metricsToken, 'metricsToken');
   const core = new RunnerCore({ instanceId, logger, shutdownGraceMs, ...(opts.clock ? { clock: opts.clock } : {}) });
   const tracing = attachTracing(core);
+  const taskTracing = attachTaskTracing(core);
   const executorConfigs = resolveExecutors(opts.executors);
   const detachLog = attachLogListener(core, logger, { runFields: tracing.logFields });
   const metrics = createRunnerMetrics(core);
@@ -290,6 +292,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
     clock: core.clock,
     logger,
     emitter: core.emitter,
+    hooks: taskTracing.hooks,
     executors: executorConfigs,
     prefix,
     ...(redisWhere
@@ -372,6 +375,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
       metrics.detach();
       detachLog();
       tracing.detach();
+      taskTracing.detach();
       logger.info({ instanceId }, 'leasehold runner stopped');
     },
     on: (event, fn) => core.on(event, fn),
