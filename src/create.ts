@@ -258,7 +258,7 @@ export function attachStatus(opts: AttachStatusOptions, runnerMetrics?: RunnerMe
       ...(readToken ? { readToken } : {}),
       ...(metricsToken ? { metricsToken } : {}),
     });
-    await app.register(mcpRoutes, { api: status.api, instanceId: core.instanceId, adminToken, readToken, now: () => core.now(), version: packageVersion() });
+    await app.register(mcpRoutes, { api: status.api, instanceId: core.instanceId, adminToken, readToken, now: () => core.now(), version: packageVersion(), executors });
   };
   return {
     ...status,
