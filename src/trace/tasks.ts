@@ -58,9 +58,11 @@ export function taskTracer(tracer: Tracer = trace.getTracer(TRACER_NAME)): TaskT
   const open = new Map<string, Span>();
   return {
     capture: () => captureOrigin(),
-    begin(start: TaskStart): TaskHook {
+    begin(start: TaskStart): TaskHook | undefined {
       const parent = continueOrigin(start.origin);
       const span = tracer.startSpan(`task ${start.task}`, { kind: start.kind === 'queue' ? SpanKind.CONSUMER : SpanKind.INTERNAL, attributes: { [TaskTraceAttributes.taskId]: start.task } }, parent);
+      // No SDK (a span that neither records nor carries a trace): nothing to keep or to run in.
+      if (!span.isRecording() && !isSpanContextValid(span.spanContext())) return undefined;
       if (span.isRecording()) {
         span.setAttributes({
           [TaskTraceAttributes.executor]: start.executor,
