@@ -8,9 +8,12 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createRunner, Async, Scheduled, isLeaseholdError, type TaskEndedEvent } from '../src/index.js';
 import { memoryLogger } from './helpers/log.js';
-import { runLeasehold } from './helpers/node.js';
+import { runLeasehold, spawnLeasehold } from './helpers/node.js';
 import { until } from './helpers/wait.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
 import { Greeter, spawnAsyncNode } from './fixtures/async/greeter.js';
@@ -158,4 +161,19 @@ test('on a queue executor a call made on one node process runs on another that r
     node.child.kill('SIGTERM');
     await node.exited;
   }
+});
+
+test('leasehold start registers the @Async methods of a jobs module\'s instances: a scheduled method awaits one, run on the executor the module configures', async () => {
+  const runLog = join(mkdtempSync(join(tmpdir(), 'lh-async-')), 'runs.jsonl');
+  const node = spawnLeasehold(['start', '--jobs', 'test/fixtures/async/jobs.ts', '--port', '0'], { REDIS_URL: redis.url, LEASEHOLD_PREFIX: 'async-cli', RUN_LOG: runLog, LEASEHOLD_SHUTDOWN_GRACE: '1s' });
+  try {
+    await until('two runs that awaited the @Async call', () => existsSync(runLog) && readFileSync(runLog, 'utf8').trim().split('\n').length >= 2, 20_000);
+  } finally {
+    node.kill('SIGTERM');
+    await node.exited;
+  }
+  const lines = readFileSync(runLog, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { job: string; value: number });
+  assert.deepEqual(lines[0], { job: 'Pipeline.tick', value: 42 });
+  const check = await runLeasehold(['check', 'test/fixtures/async/jobs.ts']);
+  assert.equal(check.code, 0, check.stderr);
 });
