@@ -246,7 +246,7 @@ export function attachStatus(opts: AttachStatusOptions, runnerMetrics?: RunnerMe
   });
   const registry = metrics.registry;
   // The page's event streams end when the runner stops, before Redis is closed under them.
-  const events = new StatusEvents({ api: status.api, clock: core.clock, onReadError: (err) => opts.logger.debug({ err }, 'status events: reading the status failed') });
+  const events = new StatusEvents({ api: status.api, clock: core.clock, ...(executors ? { executors } : {}), onReadError: (err) => opts.logger.debug({ err }, 'status events: reading the status failed') });
   const routes: FastifyPluginAsync = async (app) => {
     await app.register(leaseholdRoutes, {
       api: status.api,
