@@ -31,8 +31,9 @@ import { checkToken } from './http/auth.js';
 import { StatusEvents } from './http/events.js';
 import { Registrations, type RegisterOptions } from './decorators/register.js';
 import { attachTracing } from './trace/tracer.js';
+import { attachTaskTracing } from './trace/tasks.js';
 import { mcpRoutes } from './mcp/http.js';
-import { ExecutorBoard, Tasks, queueExecutor, resolveExecutors, withThread, type ExecutorConfig, type ExecutorStats, type SubmitOptions, type TaskDefinition, type TaskHandle } from './tasks/index.js';
+import { DEFAULT_EXECUTOR, ExecutorBoard, Tasks, queueExecutor, resolveExecutors, withThread, type ExecutorConfig, type ExecutorStats, type SubmitOptions, type TaskDefinition, type TaskHandle } from './tasks/index.js';
 
 /** Options of {@link createRunner}. */
 export interface RunnerOptions {
@@ -126,8 +127,10 @@ export interface Runner {
   /**
    * Adds every `@Scheduled` method of an instance as a job named `ClassName.method` (or
    * `<namespace>.ClassName.method` when another registered class has the same name; an
-   * explicit `id` wins), run with `this` bound to the instance.
-   * @throws LeaseholdError naming `Class.method` and the field when one is wrong; then none is added.
+   * explicit `id` wins), run with `this` bound to the instance; and registers every `@Async`
+   * method as a task named by the same rule, to which each call of the method is submitted.
+   * @throws LeaseholdError naming `Class.method` and the field when one is wrong (`@Async` on a
+   * `@Scheduled` method among them); then none is added.
    */
   register(instance: object, options?: RegisterOptions): JobInfo[];
   /** Starts the timer (and connects to Redis when configured). */
@@ -255,7 +258,7 @@ export function attachStatus(opts: AttachStatusOptions, runnerMetrics?: RunnerMe
       ...(readToken ? { readToken } : {}),
       ...(metricsToken ? { metricsToken } : {}),
     });
-    await app.register(mcpRoutes, { api: status.api, instanceId: core.instanceId, adminToken, readToken, now: () => core.now(), version: packageVersion() });
+    await app.register(mcpRoutes, { api: status.api, instanceId: core.instanceId, adminToken, readToken, now: () => core.now(), version: packageVersion(), executors });
   };
   return {
     ...status,
@@ -279,6 +282,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
   const metricsToken = checkToken(opts.metricsToken, 'metricsToken');
   const core = new RunnerCore({ instanceId, logger, shutdownGraceMs, ...(opts.clock ? { clock: opts.clock } : {}) });
   const tracing = attachTracing(core);
+  const taskTracing = attachTaskTracing(core);
   const executorConfigs = resolveExecutors(opts.executors);
   const detachLog = attachLogListener(core, logger, { runFields: tracing.logFields });
   const metrics = createRunnerMetrics(core);
@@ -288,6 +292,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
     clock: core.clock,
     logger,
     emitter: core.emitter,
+    hooks: taskTracing.hooks,
     executors: executorConfigs,
     prefix,
     ...(redisWhere
@@ -335,7 +340,20 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
     metrics.addJob(view.job.id, view.job.scope);
     return jobInfo(view);
   };
-  const registrations = new Registrations({ add, remove: (id) => core.remove(id) });
+  const registrations = new Registrations({
+    add,
+    remove: (id) => core.remove(id),
+    checkTask: (task) => {
+      const executor = tasks.config(task.executor ?? DEFAULT_EXECUTOR);
+      if (executor.kind === 'worker') {
+        throw new LeaseholdError(ErrorCodes.invalidTask, `executor "${executor.name}" runs tasks in worker threads, which load a task from its module; an @Async method runs on its registered instance: put it on a loop or queue executor, or make it a task of its own (defineTask with module)`);
+      }
+      tasks.check(task);
+    },
+    addTask: (task) => void tasks.add(task as TaskDefinition),
+    removeTask: (id) => tasks.remove(id),
+    call: (id) => async (args) => (await tasks.submit(id, args)).result(),
+  });
   return {
     instanceId,
     add,
@@ -358,6 +376,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
       metrics.detach();
       detachLog();
       tracing.detach();
+      taskTracing.detach();
       logger.info({ instanceId }, 'leasehold runner stopped');
     },
     on: (event, fn) => core.on(event, fn),

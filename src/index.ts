@@ -38,6 +38,7 @@ export { parseCron, type CronSchedule, type ParseCronOptions } from './cron/inde
 
 // Jobs on class methods
 export { Scheduled, type ScheduledOptions } from './decorators/scheduled.js';
+export { Async, type AsyncOptions } from './decorators/async.js';
 export type { RegisterOptions } from './decorators/register.js';
 
 // Background tasks

@@ -12,7 +12,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import Fastify from 'fastify';
-import { createRunner } from '../src/index.js';
+import { createRunner, defineTask, type ExecutorStats } from '../src/index.js';
 import { keys } from '../src/redis/keys.js';
 import { memoryLogger } from './helpers/log.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
@@ -87,7 +87,7 @@ test('over HTTP: list_jobs shows the decorated names, run_job runs once (stats h
   assert.ok(withToken && withoutToken);
   const admin = await connect(http(withToken, TOKEN));
   try {
-    assert.deepEqual(await admin.tools(), ['cancel_run', 'get_job', 'list_jobs', 'pause_job', 'preview_schedule', 'resume_job', 'run_job']);
+    assert.deepEqual(await admin.tools(), ['cancel_run', 'get_job', 'list_executors', 'list_jobs', 'pause_job', 'preview_schedule', 'resume_job', 'run_job']);
     const list = JSON.parse((await admin.call('list_jobs')).text) as { jobs: Array<{ id: string; scope: string }> };
     assert.deepEqual(list.jobs.map((j) => j.id).sort(), ['Digest.send', 'billing.cleanup.Cleanup.purge', 'plain', 'reports-archive', 'reports.cleanup.Cleanup.purge']);
 
@@ -139,7 +139,7 @@ test('over HTTP: list_jobs shows the decorated names, run_job runs once (stats h
 test('over stdio (leasehold mcp): the same tools against the same Redis, check_jobs, preview_schedule with the DST rules; --read-only and no admin token refuse the changes', async () => {
   const agent = await connect(stdio([], { LEASEHOLD_ADMIN_TOKEN: TOKEN }));
   try {
-    assert.deepEqual(await agent.tools(), ['cancel_run', 'check_jobs', 'get_job', 'list_jobs', 'pause_job', 'preview_schedule', 'resume_job', 'run_job']);
+    assert.deepEqual(await agent.tools(), ['cancel_run', 'check_jobs', 'get_job', 'list_executors', 'list_jobs', 'pause_job', 'preview_schedule', 'resume_job', 'run_job']);
     const list = JSON.parse((await agent.call('list_jobs')).text) as { jobs: Array<{ id: string }> };
     assert.ok(list.jobs.some((j) => j.id === 'reports.cleanup.Cleanup.purge'));
 
@@ -220,6 +220,53 @@ test('over HTTP with a read token: /mcp answers 401 without it, and the read tok
       assert.match(r.text, /resume_job refused: the tools that change jobs need the admin token, and the Bearer token sent is not it/);
     } finally {
       await reader.close();
+    }
+  } finally {
+    await app.close();
+    await runner.stop();
+  }
+});
+
+test('list_executors, over HTTP from a node and over stdio from Redis: a row per node for a loop executor with its finished tasks, a queue executor with its counts', async () => {
+  const runner = createRunner({
+    redisUrl: redis.url,
+    prefix: PREFIX,
+    instanceId: 'm-exec',
+    logger: memoryLogger('error').logger,
+    shutdownGrace: '300ms',
+    executors: { mail: { kind: 'loop', concurrency: 3 }, durable: { kind: 'queue', concurrency: 2 } },
+  });
+  const send = defineTask({ id: 'send-mail', executor: 'mail', run: (to: string) => `sent to ${to}` });
+  const keep = defineTask({ id: 'keep', executor: 'durable', run: (n: number) => n + 1 });
+  runner.addTask(keep);
+  const app = Fastify();
+  await app.register(runner.routes);
+  await runner.start();
+  const address = await app.listen({ port: 0, host: '127.0.0.1' });
+  try {
+    for (const to of ['a', 'b']) await (await runner.submit(send, to)).result();
+    assert.equal(await (await runner.submit(keep, 1)).result(), 2);
+    const overHttp = await connect(http(address));
+    try {
+      const { executors } = JSON.parse((await overHttp.call('list_executors')).text) as { executors: ExecutorStats[] };
+      const mail = executors.find((e) => e.name === 'mail' && e.instanceId === 'm-exec');
+      assert.deepEqual({ kind: mail?.kind, concurrency: mail?.concurrency, succeeded: mail?.succeeded, active: mail?.active }, { kind: 'loop', concurrency: 3, succeeded: 2, active: 0 });
+      const durable = executors.find((e) => e.name === 'durable');
+      assert.equal(durable?.kind, 'queue');
+      assert.equal(durable?.succeeded, 1);
+    } finally {
+      await overHttp.close();
+    }
+    const agent = await connect(stdio());
+    try {
+      let rows: ExecutorStats[] = [];
+      await until('the node\'s executors on the board in Redis', async () => {
+        rows = (JSON.parse((await agent.call('list_executors')).text) as { executors: ExecutorStats[] }).executors;
+        return rows.some((e) => e.name === 'mail' && e.instanceId === 'm-exec' && e.succeeded === 2);
+      }, 10_000);
+      assert.equal(rows.find((e) => e.name === 'durable')?.succeeded, 1, 'the queue counted from its queue');
+    } finally {
+      await agent.close();
     }
   } finally {
     await app.close();

@@ -13,7 +13,7 @@ import type { CommandHelp } from './help.js';
 export const CHECK_HELP: CommandHelp = {
   usage: ['leasehold check <jobs-module>'],
   summary:
-    'Loads a jobs module (`.js`, `.mjs` or `.ts`; its default export is an array of jobs and instances with `@Scheduled` methods) and runs on every job the checks a node runs when it registers them, for CI. Prints one line per problem.',
+    'Loads a jobs module (`.js`, `.mjs` or `.ts`; its default export is an array of jobs and instances with `@Scheduled` and `@Async` methods) and runs on every job the checks a node runs when it registers them, for CI. Prints one line per problem.',
   options: [],
   notes: ['Decorated methods are named `ClassName.method`; when two exported classes share a name, each takes the path of its module relative to the jobs module as a namespace (`billing/cleanup.ts`: `billing.cleanup.Cleanup.purge`).', 'Exit status: 0 when every job is valid; 1 when a job is invalid or the module does not load; 2 for bad usage.'],
 };

@@ -17,6 +17,7 @@ import { closeRedis } from '../redis/connection.js';
 import { remoteManageApi } from '../status/remote.js';
 import { packageVersion } from '../status/index.js';
 import { createMcpServer, type CheckReport } from '../mcp/tools.js';
+import { mergeQueues, readBoard } from '../tasks/index.js';
 import { REDIS_FLAGS, STATUS_CONNECT_TIMEOUT_MS, commandRedis, redisFlagsHelp, type RedisFlagValues } from './status.js';
 import { renderHelp, type CommandHelp } from './help.js';
 import type { CommandResult } from './main.js';
@@ -63,13 +64,13 @@ export async function runMcp(args: string[], env: NodeJS.ProcessEnv = process.en
   if (values.help) return { code: 0, stdout: renderHelp(mcpHelp()), stderr: '' };
   const c = commandRedis('mcp', USAGE, values, env);
   if (!('redis' in c)) return c;
-  await closeRedis(c.redis);
   const logger = createLogger({ level: env['LOG_LEVEL'] ?? 'info', destination: pino.destination({ dest: 2, sync: true }) });
   const remote = remoteManageApi({ redis: { target: c.target }, keys: c.keys, logger });
   try {
     await remote.start(STATUS_CONNECT_TIMEOUT_MS);
   } catch (err) {
     await remote.stop();
+    await closeRedis(c.redis);
     return { code: 1, stdout: '', stderr: `leasehold mcp: Redis at ${describeTarget(c.target)} is unreachable: ${errorMessage(err)}\n` };
   }
   const adminToken = env['LEASEHOLD_ADMIN_TOKEN']?.trim();
@@ -78,7 +79,7 @@ export async function runMcp(args: string[], env: NodeJS.ProcessEnv = process.en
     : adminToken
       ? undefined
       : 'no admin token is configured (LEASEHOLD_ADMIN_TOKEN in the environment of leasehold mcp), so the tools that change jobs are disabled';
-  const server = createMcpServer({ api: remote.api, refuseMutation, checkJobs: checkInChild, now: () => systemClock.now(), version: packageVersion() });
+  const server = createMcpServer({ api: remote.api, refuseMutation, checkJobs: checkInChild, now: () => systemClock.now(), version: packageVersion(), executors: async () => mergeQueues(c.redis, c.keys.prefix, (await readBoard(c.redis, c.keys.executors, systemClock.now())).rows) });
   const transport = new StdioServerTransport();
   const closed = new Promise<void>((resolve) => {
     transport.onclose = resolve;
@@ -91,5 +92,6 @@ export async function runMcp(args: string[], env: NodeJS.ProcessEnv = process.en
   await closed;
   await server.close();
   await remote.stop();
+  await closeRedis(c.redis);
   return 0;
 }

@@ -7,7 +7,7 @@ import { resolve } from 'node:path';
 import { ErrorCodes, LeaseholdError, errorMessage, isLeaseholdError } from '../errors.js';
 import { createLogger, logFormat } from '../log/logger.js';
 import { checkJobs, normalizeJobs, type JobDefinition } from '../schedule/job.js';
-import { expandExport } from '../decorators/register.js';
+import { bindTask, expandExport } from '../decorators/register.js';
 import { createRunner, type RunnerOptions } from '../create.js';
 import type { TaskDefinition } from '../tasks/index.js';
 import { CONFIG, helpOption, readConfig } from './config.js';
@@ -73,7 +73,7 @@ export async function runStart(args: string[]): Promise<number> {
   const config = readConfig(parseFlags(args), process.env);
   if (!config.jobs) throw new LeaseholdError(ErrorCodes.invalidConfig, 'start: --jobs <module> is required');
   const logger = createLogger({ level: config.logLevel, format: logFormat(config.logFormat, process.stdout.isTTY === true) });
-  const { jobs, errors: decorated } = expandExport(await loadJobsModule(config.jobs), resolve(config.jobs));
+  const { jobs, tasks: asyncTasks, errors: decorated } = expandExport(await loadJobsModule(config.jobs), resolve(config.jobs));
   checkAllJobs(jobs, decorated);
   const extras = await loadModuleExtras(config.jobs);
   let privateRedis: PrivateRedis | undefined;
@@ -100,6 +100,11 @@ export async function runStart(args: string[]): Promise<number> {
   // A job on a worker thread is loaded there from the jobs module.
   for (const job of jobs) runner.add(onWorkerThread(job) ? { ...(job as JobDefinition), module: extras.url } : (job as JobDefinition));
   for (const task of extras.tasks) runner.addTask(task as TaskDefinition);
+  // The @Async methods of the exported instances: their calls submit to this node's executors.
+  for (const task of asyncTasks) {
+    runner.addTask(task.definition as TaskDefinition);
+    bindTask(task, (id) => async (args) => (await runner.submit(id, args)).result());
+  }
   await runner.start();
   let http: Awaited<ReturnType<typeof startHttpServer>>;
   try {

@@ -35,9 +35,8 @@ export interface ScheduledDeclaration {
  */
 const DECLARED = Symbol.for('leasehold.scheduled');
 
-// `@Async` (a method whose every call submits a task to an executor) is recorded beside
-// `@Scheduled` here, keyed the same way, and `collectMethods` reports `@Async` on a
-// `@Scheduled` method as an error of that method.
+// `@Async` (async.ts) is recorded on the method that replaces the decorated one, keyed the same
+// way; `register.ts` reports `@Async` on a `@Scheduled` method as an error of that method.
 
 /** The `@Scheduled` declarations of a method, or undefined when it has none. */
 export function scheduledOf(method: unknown): readonly ScheduledDeclaration[] | undefined {

@@ -8,7 +8,7 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { bearerChecker, readAccess, type AuthDecision } from '../http/auth.js';
-import { NODE_HEADER } from '../http/plugin.js';
+import { NODE_HEADER, type ExecutorsSource } from '../http/plugin.js';
 import type { ManageApi } from '../status/api.js';
 import { createMcpServer } from './tools.js';
 
@@ -21,6 +21,8 @@ export interface McpRoutesOptions {
   readonly readToken?: string | undefined;
   readonly now: () => number;
   readonly version: string;
+  /** The cluster's executors, for `list_executors`. */
+  readonly executors?: ExecutorsSource | undefined;
 }
 
 /** Why a caller may not change jobs, from the admin token's check; undefined when it may. */
@@ -52,7 +54,7 @@ export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, opts)
     if (!read.ok) {
       return reply.code(read.status).header('www-authenticate', 'Bearer').send(rpcError(read.message));
     }
-    const server = createMcpServer({ api: opts.api, refuseMutation: mutationRefusal(adminCheck(authorization), adminConfigured), now: opts.now, version: opts.version });
+    const server = createMcpServer({ api: opts.api, refuseMutation: mutationRefusal(adminCheck(authorization), adminConfigured), now: opts.now, version: opts.version, ...(opts.executors ? { executors: opts.executors } : {}) });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     reply.raw.setHeader(NODE_HEADER, opts.instanceId);
     reply.hijack();

@@ -1,6 +1,7 @@
 /**
  * leasehold's MCP tools, for a coding agent: the jobs and their status, one job with its runs,
- * lease and instances, run / pause / resume / cancel, the next fires of a cron, and (over
+ * lease and instances, run / pause / resume / cancel, the executors of background tasks
+ * (what `GET /manage/executors` lists), the next fires of a cron, and (over
  * stdio) the checks of a jobs module. Built on the status API (`status/api.ts`), so the tools
  * say what `GET /manage/jobs` says and do what its admin routes do.
  * @module
@@ -13,6 +14,7 @@ import { parseCron } from '../cron/index.js';
 import { formatInZone, resolveZone } from '../cron/zone.js';
 import type { ActionResult, ManageApi } from '../status/api.js';
 import type { JobStatus } from '../status/model.js';
+import type { ExecutorsSource } from '../http/plugin.js';
 import { JOB_ID_PATTERN } from '../schedule/job.js';
 
 /** The tools that change something: refused without an admin token and under read-only. */
@@ -32,6 +34,8 @@ export interface McpToolsOptions {
   readonly refuseMutation: string | undefined;
   /** Checks a jobs module (the `check_jobs` tool, offered only when given). */
   readonly checkJobs?: (path: string) => Promise<CheckReport>;
+  /** The cluster's executors (the `list_executors` tool); without it the list is empty. */
+  readonly executors?: ExecutorsSource;
   /** The present moment, epoch ms (the default start of `preview_schedule`). */
   readonly now: () => number;
   /** leasehold's version, as the server names itself. */
@@ -151,6 +155,15 @@ export function createMcpServer(opts: McpToolsOptions): McpServer {
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
     },
     ({ id }) => mutating('cancel_run', () => api.cancel(id)),
+  );
+  server.registerTool(
+    'list_executors',
+    {
+      description:
+        "The executors of background tasks across the cluster, as GET /manage/executors lists them: a row per node for loop and worker executors (that node's tasks running and waiting), and one row per queue executor with its queue's counts (active, queued, succeeded, failed), each with its kind, concurrency and the tasks timed out, cancelled and interrupted.",
+      annotations: { readOnlyHint: true },
+    },
+    () => answer(async () => json({ executors: opts.executors ? await opts.executors() : [] })),
   );
   server.registerTool(
     'preview_schedule',

@@ -7,6 +7,7 @@ import type { Logger } from '../logger.js';
 import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
 import { JOB_ID_PATTERN } from '../schedule/job.js';
 import { describe, parseDuration, type Duration } from '../schedule/duration.js';
+import type { TaskOrigin } from './hooks.js';
 
 /** What a task's handler receives beside its payload. */
 export interface TaskContext {
@@ -57,6 +58,8 @@ export interface NormalizedTask {
   readonly run: TaskHandler;
   /** The definition it was made from. */
   readonly definition: object;
+  /** What this submission captured where it was made (set on a submission's copy only). */
+  readonly origin?: TaskOrigin;
 }
 
 /** The executor a task runs on when its definition names none. */
