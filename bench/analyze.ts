@@ -96,6 +96,13 @@ export interface CrashFigures {
   /** Ticks the dead process had started that another process ran again, and how late. */
   readonly inFlightRerun: number;
   readonly inFlightRerunLateMs: Spread;
+  /**
+   * The first run of every tick due after the kill, how late: a tick whose first-ranked node
+   * is the dead one starts a hand-off delay late until the live nodes drop it.
+   */
+  readonly afterKillMs: Spread;
+  /** Of those, ticks first run 50 ms late or more (taken over by a backup, or retried). */
+  readonly afterKillLate: number;
 }
 
 /** Duplicates, misses and lateness of the ticks in the window. */
@@ -122,6 +129,7 @@ export function analyzeRuns(input: AnalyzeInput): TickFigures {
   const late: number[] = [];
   const inFlightAtKill = crash ? input.runs.filter((r) => r.worker === crash.worker && r.start <= crash.atMs && r.start > crash.atMs - BODY_MS).length : 0;
   const rerunLate: number[] = [];
+  const afterKill: number[] = [];
   for (const ticks of byTick) {
     ticks.forEach((cell, k) => {
       const tick = first + k * periodMs;
@@ -137,6 +145,7 @@ export function analyzeRuns(input: AnalyzeInput): TickFigures {
       }
       const head = cell[0];
       if (crash && head !== undefined) {
+        if (tick > crash.atMs) afterKill.push(head.start - tick);
         if (head.start - tick > periodMs) late.push(head.start - tick);
         if (head.worker === crash.worker) {
           const again = cell.find((r) => r.worker !== crash.worker && r.start > crash.atMs);
@@ -152,6 +161,15 @@ export function analyzeRuns(input: AnalyzeInput): TickFigures {
   if (!crash) return figures;
   return {
     ...figures,
-    crash: { inFlightAtKill, lateTicks: late.length, lateMs: spread(late), missesBeyondLease, inFlightRerun, inFlightRerunLateMs: spread(rerunLate) },
+    crash: {
+      inFlightAtKill,
+      lateTicks: late.length,
+      lateMs: spread(late),
+      missesBeyondLease,
+      inFlightRerun,
+      inFlightRerunLateMs: spread(rerunLate),
+      afterKillMs: spread(afterKill),
+      afterKillLate: afterKill.filter((ms) => ms >= 50).length,
+    },
   };
 }

@@ -8,7 +8,7 @@ import { cpus, freemem, totalmem, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { BODY_MS, FLOOR, type SystemName } from './protocol.js';
 import { redisHz } from './redis.js';
-import { statusScenario, timedScenario, type BenchSettings } from './scenarios.js';
+import { SCALE_OUT_SYSTEMS, scaleOutScenarios, statusScenario, timedScenario, type BenchSettings, type TimedScenario } from './scenarios.js';
 import { runStatus, type StatusFigures } from './status.js';
 import type { TargetCheck } from './targets.js';
 import { runTimed, type TimedFigures } from './timed.js';
@@ -56,6 +56,27 @@ export async function runBench(settings: BenchSettings, log: (line: string) => v
   const dir = await mkdtemp(join(tmpdir(), 'leasehold-bench-'));
   const scenarios: ScenarioResult[] = [];
   const stopping: Array<Promise<void>> = [];
+  /**
+   * One timed scenario (S1 to S3, a size of S5) for each of `systems` in turn. A system's
+   * processes stop while the next one's start, unless `oneAtATime` (S5's tens of processes).
+   */
+  const timedRuns = async (s: TimedScenario, systems: readonly SystemName[], oneAtATime = false): Promise<ScenarioResult> => {
+    const figures: ScenarioResult['systems'] = {};
+    for (const system of systems) {
+      log(`${s.name} ${system}: ${s.description}, ${s.durationMs / 1000} s`);
+      try {
+        const { figures: f, done } = await runTimed(s, system, settings.leaseMs, dir);
+        const stopped = done.catch((err: unknown) => log(`  stopping ${system} failed: ${String(err)}`));
+        if (oneAtATime) await stopped;
+        else stopping.push(stopped);
+        figures[system] = f;
+      } catch (err) {
+        log(`  failed: ${err instanceof Error ? err.message : String(err)}`);
+        figures[system] = { error: err instanceof Error ? err.message.split('\n')[0] ?? '' : String(err) };
+      }
+    }
+    return { name: s.name, description: s.description, durationMs: s.durationMs, jobs: s.jobs, processes: s.processes, systems: figures };
+  };
   try {
     for (const name of settings.scenarios) {
       if (name === 'S4') {
@@ -67,23 +88,13 @@ export async function runBench(settings: BenchSettings, log: (line: string) => v
           return Object.fromEntries(compared.map((sys) => [sys, { error: String(err) }]));
         });
         scenarios.push({ name, description: s.description, jobs: s.jobs, processes: s.processes, systems });
-        continue;
+      } else if (name === 'S5') {
+        const systems = settings.systems.filter((sys) => SCALE_OUT_SYSTEMS.includes(sys));
+        for (const s of scaleOutScenarios(settings)) scenarios.push(await timedRuns(s, systems, true));
+      } else {
+        // The floor, one process running every job uncoordinated, is measured where its lateness is a target's bound.
+        scenarios.push(await timedRuns(timedScenario(name, settings), settings.systems.filter((sys) => sys !== FLOOR || name !== 'S2')));
       }
-      const s = timedScenario(name, settings);
-      const systems: ScenarioResult['systems'] = {};
-      for (const system of settings.systems) {
-        if (system === FLOOR && name !== 'S1') continue;
-        log(`${name} ${system}: ${s.description}, ${s.durationMs / 1000} s`);
-        try {
-          const { figures, done } = await runTimed(s, system, settings.leaseMs, dir);
-          stopping.push(done.catch((err: unknown) => log(`  stopping ${system} failed: ${String(err)}`)));
-          systems[system] = figures;
-        } catch (err) {
-          log(`  failed: ${err instanceof Error ? err.message : String(err)}`);
-          systems[system] = { error: err instanceof Error ? err.message.split('\n')[0] ?? '' : String(err) };
-        }
-      }
-      scenarios.push({ name, description: s.description, durationMs: s.durationMs, jobs: s.jobs, processes: s.processes, systems });
     }
   } finally {
     await Promise.all(stopping);

@@ -5,11 +5,11 @@
  * @module
  */
 
-/** The systems compared, and `croner-alone`: one process, no coordination, the floor of S1's lateness. */
+/** The systems compared, and `croner-alone`: one process, no coordination, the floor of S1's and S3's lateness. */
 export const SYSTEMS = ['leasehold', 'bullmq', 'croner-redlock', 'croner-alone'] as const;
 /** One of {@link SYSTEMS}. */
 export type SystemName = (typeof SYSTEMS)[number];
-/** The reference that is not a peer: it runs in S1 only, in one process. */
+/** The reference that is not a peer: it runs in S1 and S3 only, in one process. */
 export const FLOOR: SystemName = 'croner-alone';
 
 /** How long every job body sleeps after recording its start, in ms. */

@@ -14,6 +14,12 @@ export interface ServerCounters {
   readonly cpuMs: number;
   /** Calls by command name (`INFO commandstats`), those inside scripts included. */
   readonly byName: Readonly<Record<string, number>>;
+  /**
+   * Time spent executing commands (the `usec` of every command in `INFO commandstats`; a
+   * script's inner calls are inside its `evalsha`), ms. The rest of `cpuMs` is reading
+   * requests, writing replies and the event loop.
+   */
+  readonly execMs: number;
 }
 
 /** A private server and one client of the harness's own. */
@@ -53,11 +59,16 @@ export async function startBenchRedis(): Promise<BenchRedis> {
     async counters() {
       const text = await client.info('stats', 'cpu', 'commandstats');
       const byName: Record<string, number> = {};
-      for (const m of text.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) byName[m[1] ?? '?'] = Number(m[2]);
+      let usec = 0;
+      for (const m of text.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
+        byName[m[1] ?? '?'] = Number(m[2]);
+        usec += Number(m[3]);
+      }
       return {
         commands: field(text, 'total_commands_processed'),
         cpuMs: (field(text, 'used_cpu_user') + field(text, 'used_cpu_sys')) * 1000,
         byName,
+        execMs: usec / 1000,
       };
     },
     stop: () => server.stop(),

@@ -4,7 +4,8 @@
  * Environment: `BENCH_QUICK=1` (short mode), `BENCH_SCENARIOS=S1,S3` (S6 and S7, the
  * background tasks' scenarios, run after the others: `BENCH_S6_TASKS`, `BENCH_S7_SECONDS`,
  * `BENCH_TASKS_OUT`, default bench/results/tasks.json),
- * `BENCH_SYSTEMS=leasehold,bullmq`, `BENCH_LEASE_MS` (default 5000), `BENCH_REDIS_HZ`
+ * `BENCH_SYSTEMS=leasehold,bullmq`, `BENCH_S5_NODES` (S5's sizes, default 3,9,27),
+ * `BENCH_LEASE_MS` (default 5000), `BENCH_REDIS_HZ`
  * (default 10), `BENCH_OUT` (default bench/results/latest.json; with BENCH_QUICK,
  * bench/results/latest.quick.json, so a quick run never overwrites the full-run results),
  * `BENCH_NODE_FLAGS_LEASEHOLD="--cpu-prof --cpu-prof-dir=prof"` (and `_BULLMQ`,

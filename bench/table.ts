@@ -3,6 +3,7 @@
  * @module
  */
 import type { BenchResults } from './harness.js';
+import { scaleOutRows } from './scaleout.js';
 
 function cell(v: number | string | undefined | null): string {
   if (v === undefined || v === null) return '-';
@@ -33,7 +34,7 @@ export function formatTable(results: BenchResults): string {
         timed.push([s.name, system, cell(f.runs), cell(f.duplicates), cell(f.misses), cell(f.latenessMs.p50), cell(f.latenessMs.p99), cell(f.latenessMs.max), cell(f.redisCommandsPerRun), cell(f.redisRoundTripsPerRun), cell(f.redisBatchesPerRun), cell(f.redisCpuMsPerRun), cell(f.cpuMsPerRun), cell(f.rssMb)]);
         if (f.crash) {
           const c = f.crash;
-          crashes.push([s.name, system, cell(c.atMs), cell(c.inFlightAtKill), cell(f.misses), cell(c.missesBeyondLease), cell(c.lateTicks), cell(c.lateMs.p50), cell(c.lateMs.max), cell(c.inFlightRerun), cell(c.inFlightRerunLateMs.max)]);
+          crashes.push([s.name, system, cell(c.atMs), cell(c.inFlightAtKill), cell(f.misses), cell(c.missesBeyondLease), cell(c.lateTicks), cell(c.lateMs.p50), cell(c.lateMs.max), cell(c.inFlightRerun), cell(c.inFlightRerunLateMs.max), cell(c.afterKillMs.p50), cell(c.afterKillMs.max), cell(c.afterKillLate)]);
         }
       } else {
         const h = f.manageJobs;
@@ -44,10 +45,19 @@ export function formatTable(results: BenchResults): string {
   }
   const parts = timed.length > 0 ? [columns(timedHeader, timed)] : [];
   if (crashes.length > 0) {
-    parts.push(columns(['scenario', 'system', 'kill at ms', 'in flight', 'miss', 'miss beyond lease', 'late ticks', 'late p50', 'late max', 'in-flight re-run', 're-run late max'], crashes));
+    parts.push(columns(['scenario', 'system', 'kill at ms', 'in flight', 'miss', 'miss beyond lease', 'late ticks', 'late p50', 'late max', 'in-flight re-run', 're-run late max', 'after kill p50', 'max', '>= 50 ms'], crashes));
   }
   if (status.length > 0) {
     parts.push(columns(['scenario', 'system', 'GET p50 ms', 'p99 ms', 'first ms', 'requests', 'errors', 'RSS MB (10k jobs)', 'idle CPU ms/s', '10k first ms', '10k p50 ms', 'note'], status));
+  }
+  const scale = scaleOutRows(results.scenarios);
+  if (scale.length > 0) {
+    parts.push(
+      columns(
+        ['scenario', 'system', 'nodes', 'runs', 'dup', 'miss', 'redis cmd/run', 'x smallest', 'redis cpu ms/run', 'x smallest', 'of it exec', 'node share min', 'max (x 1/N)', 'cpu ms/run', 'late p99'],
+        scale.map((r) => ['S5', r.system, cell(r.nodes), cell(r.runs), cell(r.duplicates), cell(r.misses), cell(r.redisCommandsPerRun), cell(r.commandsVsSmallest), cell(r.redisCpuMsPerRun), cell(r.cpuVsSmallest), cell(r.redisExecMsPerRun), cell(r.shareMin), cell(r.shareMax), cell(r.cpuMsPerRun), cell(r.latenessP99Ms)]),
+      ),
+    );
   }
   return parts.join('\n\n');
 }

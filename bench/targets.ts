@@ -7,6 +7,15 @@ import type { BenchResults, ScenarioResult } from './harness.js';
 import type { SystemName } from './protocol.js';
 import type { StatusFigures } from './status.js';
 import type { TimedFigures } from './timed.js';
+import { scaleOutRows } from './scaleout.js';
+
+/** leasehold's default hand-off delay (`LEASEHOLD_HANDOFF_DELAY`), which the bench nodes keep, ms. */
+const HANDOFF_MS = 100;
+
+/** S5's bound on Redis work per run at a size against the smallest: 1.15 up to 3 times the nodes, 1.3 beyond. */
+function scaleBound(nodes: number, smallest: number): number {
+  return nodes / smallest <= 3 ? 1.15 : 1.3;
+}
 
 /** One target and whether this run met it. */
 export interface TargetCheck {
@@ -54,8 +63,25 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
     const bull = timed(by('S1'), 'bullmq');
     out.push(check('S1: fewer Redis commands and less Redis CPU per run than BullMQ', bull ? s1.redisCommandsPerRun < bull.redisCommandsPerRun && s1.redisCpuMsPerRun < bull.redisCpuMsPerRun : null, bull ? `${s1.redisCommandsPerRun} vs ${bull.redisCommandsPerRun} commands, ${s1.redisCpuMsPerRun} vs ${bull.redisCpuMsPerRun} ms` : 'no BullMQ figures'));
   }
+  if (s1) {
+    const floor = timed(by('S1'), 'croner-alone');
+    const redlock = timed(by('S1'), 'croner-redlock');
+    out.push(check('S1: Redis commands per run <= 15', s1.redisCommandsPerRun <= 15, `${s1.redisCommandsPerRun}`));
+    out.push(check("S1: Redis CPU per run <= 0.6 x croner+redlock's", redlock ? s1.redisCpuMsPerRun <= 0.6 * redlock.redisCpuMsPerRun : null, redlock ? `${s1.redisCpuMsPerRun} vs ${redlock.redisCpuMsPerRun} ms` : 'no croner+redlock figures'));
+    out.push(check("S1: p99 lateness <= croner-alone's + 2 ms", floor ? s1.latenessMs.p99 <= floor.latenessMs.p99 + 2 : null, floor ? `${s1.latenessMs.p99} vs ${floor.latenessMs.p99} ms` : 'no croner-alone figures'));
+  }
+  const s2 = timed(by('S2'), 'leasehold');
+  if (s2?.crash) {
+    const c = s2.crash;
+    out.push(check(`S2: ticks due after the kill start within the hand-off delay + 50 ms (${HANDOFF_MS + 50} ms)`, c.afterKillMs.max <= HANDOFF_MS + 50, `max ${c.afterKillMs.max} ms, p99 ${c.afterKillMs.p99} ms; ${c.afterKillLate} ticks 50 ms late or more`));
+  }
   const s3 = timed(by('S3'), 'leasehold');
   if (s3) {
+    const floor = timed(by('S3'), 'croner-alone');
+    const redlock = timed(by('S3'), 'croner-redlock');
+    out.push(check('S3: p99 lateness <= 60 ms', s3.latenessMs.p99 <= 60, `${s3.latenessMs.p99} ms`));
+    out.push(check("S3: p99 lateness <= half croner-alone's", floor ? s3.latenessMs.p99 <= floor.latenessMs.p99 / 2 : null, floor ? `${s3.latenessMs.p99} vs ${floor.latenessMs.p99} ms` : 'no croner-alone figures'));
+    out.push(check("S3: worker CPU per run <= 0.6 x croner+redlock's", redlock ? s3.cpuMsPerRun <= 0.6 * redlock.cpuMsPerRun : null, redlock ? `${s3.cpuMsPerRun} vs ${redlock.cpuMsPerRun} ms` : 'no croner+redlock figures'));
     const p = peers(by('S3'));
     out.push(check('S3: leasehold p99 lateness below every peer', p.length === 0 ? null : p.every((x) => s3.latenessMs.p99 < x.latenessMs.p99), `${s3.latenessMs.p99} vs ${p.map((x) => x.latenessMs.p99).join(', ')} ms`));
     out.push(check('S3: worker CPU per run below every peer', p.length === 0 ? null : p.every((x) => s3.cpuMsPerRun < x.cpuMsPerRun), `${s3.cpuMsPerRun} vs ${p.map((x) => x.cpuMsPerRun).join(', ')} ms`));
@@ -65,6 +91,20 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
     const f: StatusFigures = s4;
     out.push(check('S4: GET /manage/jobs p99 < 50 ms with 1,000 jobs', f.manageJobs ? f.manageJobs.p99 < 50 : null, f.manageJobs ? `${f.manageJobs.p99} ms` : (f.note ?? 'not measured')));
     out.push(check('S4: a node holding 10,000 jobs < 150 MB RSS', f.holdRssMb === null ? null : f.holdRssMb < 150, `${f.holdRssMb ?? '-'} MB`));
+    out.push(check('S4: GET /manage/jobs p99 <= 20 ms with 1,000 jobs', f.manageJobs ? f.manageJobs.p99 <= 20 : null, f.manageJobs ? `${f.manageJobs.p99} ms` : (f.note ?? 'not measured')));
+    out.push(check('S4: a node holding 10,000 jobs <= 100 MB RSS', f.holdRssMb === null ? null : f.holdRssMb <= 100, `${f.holdRssMb ?? '-'} MB`));
+  }
+  const scale = scaleOutRows(results.scenarios);
+  const smallest = scale.find((r) => r.system === 'leasehold')?.nodes;
+  for (const r of scale) {
+    if (r.system !== 'leasehold' || smallest === undefined) continue;
+    const at = `S5 N=${r.nodes}`;
+    out.push(check(`${at}: leasehold duplicates 0, misses 0`, r.duplicates === 0 && r.misses === 0, `${r.duplicates}, ${r.misses}`));
+    out.push(check(`${at}: each node's share of runs within 25% of 1/N`, r.shareMin >= 0.75 && r.shareMax <= 1.25, `${r.shareMin} to ${r.shareMax} x 1/N`));
+    if (r.nodes === smallest) continue;
+    const bound = scaleBound(r.nodes, smallest);
+    out.push(check(`${at}: Redis commands per run <= ${bound} x N=${smallest}'s`, r.commandsVsSmallest <= bound, `${r.redisCommandsPerRun} (${r.commandsVsSmallest} x)`));
+    out.push(check(`${at}: Redis CPU per run <= ${bound} x N=${smallest}'s`, r.cpuVsSmallest <= bound, `${r.redisCpuMsPerRun} ms (${r.cpuVsSmallest} x)`));
   }
   return out;
 }

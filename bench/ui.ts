@@ -7,6 +7,7 @@
  *
  *   npm run build && npx tsx bench/ui.ts                  # prints the figures
  *   npx tsx bench/ui.ts --screenshots                     # also writes docs/ui-overview.png and docs/ui-job.png
+ *   BENCH_UI_JOBS=50 BENCH_UI_LOADS=1 npx tsx bench/ui.ts --screenshots   # the screenshots, quickly
  *
  * Chromium is Debian's (`/usr/bin/chromium`, or `CHROMIUM`), driven by playwright-core.
  * @module
@@ -15,6 +16,8 @@ import { gzipSync } from 'node:zlib';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { spread } from './analyze.js';
+import { createRunner, defineTask } from '../src/index.js';
+import { memoryLogger } from '../test/helpers/log.js';
 import { openBrowser } from '../test/helpers/browser.js';
 import { spawnLeasehold, type NodeProc } from '../test/helpers/node.js';
 import { startRedis } from '../test/helpers/redis.js';
@@ -99,13 +102,50 @@ async function main(): Promise<void> {
   }
 }
 
-/** Screenshots for the README: the overview and a job's page, of the example jobs. */
+/**
+ * A node of background tasks beside the example jobs, for the executors on the overview: webhooks
+ * on a loop executor given more than it can do (its queue grows), e-mails on a queue executor.
+ */
+async function taskNode(redisUrl: string): Promise<{ stop(): Promise<void> }> {
+  const webhook = defineTask({ id: 'notify-webhook', executor: 'webhooks', run: (ms: number) => sleep(ms) });
+  const email = defineTask({ id: 'send-receipt', executor: 'email', run: (to: string) => sleep(30).then(() => to) });
+  const runner = createRunner({
+    redisUrl,
+    prefix: 'shots',
+    instanceId: 'tasks-1',
+    logger: memoryLogger('warn').logger,
+    shutdownGrace: '100ms',
+    executors: { webhooks: { kind: 'loop', concurrency: 4 }, email: { kind: 'queue', concurrency: 2 } },
+  });
+  runner.addTask(webhook);
+  runner.addTask(email);
+  await runner.start();
+  let going = true;
+  const feed = (async () => {
+    for (let i = 0; going; i++) {
+      // Five webhooks a second for four slots of a second each: the queue keeps growing.
+      await Promise.all([1, 2, 3, 4, 5].map(() => runner.submit(webhook, 1_000)));
+      if (i % 3 === 0) await runner.submit(email, `customer-${i}@example.com`);
+      await sleep(1_000);
+    }
+  })();
+  return {
+    async stop() {
+      going = false;
+      await feed;
+      await runner.stop();
+    },
+  };
+}
+
+/** Screenshots for the README: the overview and a job's page, of the example jobs (and a node of tasks). */
 async function shoot(redisUrl: string, browser: Awaited<ReturnType<typeof openBrowser>>): Promise<void> {
   const env = { LEASEHOLD_PREFIX: 'shots', LEASEHOLD_ADMIN_TOKEN: 'screenshot-token' };
   const nodes = await Promise.all([
     startNode(redisUrl, 'examples/jobs.ts', { ...env, LEASEHOLD_INSTANCE_ID: 'web-1' }),
     startNode(redisUrl, 'examples/jobs.ts', { ...env, LEASEHOLD_INSTANCE_ID: 'web-2' }),
   ]);
+  const tasks = await taskNode(redisUrl);
   try {
     const first = nodes[0];
     if (!first) return;
@@ -116,6 +156,8 @@ async function shoot(redisUrl: string, browser: Awaited<ReturnType<typeof openBr
     await page.setViewportSize({ width: 1280, height: 800 });
     await page.goto(`${first.base}ui`);
     await page.waitForSelector('tr[data-job-id]');
+    // The task node's figures reach Redis every 5 s: the page sees its queue grow twice.
+    await page.waitForSelector('tr[data-executor="webhooks"][data-growing]', { timeout: 30_000 });
     await sleep(1_500);
     const docs = fileURLToPath(new URL('../docs/', import.meta.url));
     await page.screenshot({ path: `${docs}ui-overview.png`, fullPage: true });
@@ -125,6 +167,7 @@ async function shoot(redisUrl: string, browser: Awaited<ReturnType<typeof openBr
     await page.screenshot({ path: `${docs}ui-job.png`, fullPage: true });
     console.log(`  screenshots: ${docs}ui-overview.png, ${docs}ui-job.png`);
   } finally {
+    await tasks.stop();
     for (const n of nodes) n.proc.kill();
     await Promise.all(nodes.map((n) => n.proc.exited));
   }

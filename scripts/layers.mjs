@@ -14,15 +14,18 @@ export const LAYERS = {
   schedule: { may: ['cron'], noPackages: ['ioredis', 'fastify', 'pino', 'prom-client', 'bullmq'] },
   redis: { may: [], noPackages: ['fastify', 'pino', 'prom-client'] },
   lease: { may: ['redis'], noPackages: ['fastify', 'pino', 'prom-client'] },
-  runner: { may: ['lease', 'schedule', 'cron'], noPackages: ['ioredis', 'fastify', 'pino', 'prom-client', 'bullmq'] },
+  runner: { may: ['lease', 'schedule', 'cron'], noPackages: ['ioredis', 'fastify', 'pino', 'prom-client', 'bullmq', '@opentelemetry/api'] },
   status: { may: ['runner', 'lease', 'redis', 'schedule', 'cron'], noPackages: ['fastify', 'pino', 'prom-client'] },
+  decorators: { may: ['schedule', 'cron'], noPackages: ['ioredis', 'fastify', 'pino', 'prom-client', 'bullmq'] },
+  trace: { may: ['runner', 'tasks'], noPackages: ['ioredis', 'fastify', 'pino', 'prom-client', 'bullmq'] },
   metrics: { may: ['runner'], noPackages: ['ioredis', 'fastify', 'pino'] },
   log: { may: ['runner', 'schedule'], noPackages: ['ioredis', 'fastify', 'prom-client'] },
   http: { may: ['status', 'schedule'], noPackages: ['ioredis', 'prom-client'] },
-  tasks: { may: ['runner', 'redis', 'schedule'], noPackages: ['fastify', 'pino', 'prom-client'] },
-  create: { may: ['runner', 'lease', 'redis', 'status', 'metrics', 'log', 'http', 'tasks', 'schedule', 'cron'], noPackages: [] },
-  cli: { may: ['create', 'status', 'redis', 'http', 'log', 'tasks', 'schedule', 'cron'], noPackages: [] },
-  index: { may: ['create', 'runner', 'lease', 'status', 'schedule', 'cron', 'metrics', 'log', 'http', 'redis', 'tasks'], noPackages: [] },
+  mcp: { may: ['status', 'http', 'schedule', 'cron'], noPackages: ['ioredis', 'prom-client', 'pino'] },
+  tasks: { may: ['runner', 'redis', 'schedule'], noPackages: ['fastify', 'pino', 'prom-client', '@opentelemetry/api'] },
+  create: { may: ['decorators', 'trace', 'mcp', 'tasks', 'runner', 'lease', 'redis', 'status', 'metrics', 'log', 'http', 'schedule', 'cron'], noPackages: [] },
+  cli: { may: ['create', 'decorators', 'mcp', 'tasks', 'status', 'redis', 'http', 'log', 'schedule', 'cron'], noPackages: [] },
+  index: { may: ['create', 'decorators', 'tasks', 'runner', 'lease', 'status', 'schedule', 'cron', 'metrics', 'log', 'http', 'redis'], noPackages: [] },
 };
 
 /** Modules the runner may reach in `lease/`: the port and the local stand-in, not the Redis side. */

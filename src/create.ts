@@ -20,7 +20,7 @@ import { createRedis, whenReady, type RedisClient } from './redis/connection.js'
 import { describeTarget, type RedisTarget } from './redis/target.js';
 import { DEFAULT_PREFIX, keys as keyNames } from './redis/keys.js';
 import { redisCoordinator, type RedisCoordinator } from './lease/redis-coordinator.js';
-import { createStatusLayer, type StatusLayer, type StatusLayerOptions } from './status/index.js';
+import { createStatusLayer, packageVersion, type StatusLayer, type StatusLayerOptions } from './status/index.js';
 import type { ClusterStatus } from './status/model.js';
 import { createRunnerMetrics, type RunnerMetrics } from './metrics/prom.js';
 import { createLogger } from './log/logger.js';
@@ -29,7 +29,11 @@ import { leaseholdRoutes, type ExecutorsSource, type MetricsSource } from './htt
 import { localRoutes } from './http/local.js';
 import { checkToken } from './http/auth.js';
 import { StatusEvents } from './http/events.js';
-import { ExecutorBoard, Tasks, queueExecutor, resolveExecutors, withThread, type ExecutorConfig, type ExecutorStats, type SubmitOptions, type TaskDefinition, type TaskHandle } from './tasks/index.js';
+import { Registrations, type RegisterOptions } from './decorators/register.js';
+import { attachTracing } from './trace/tracer.js';
+import { attachTaskTracing } from './trace/tasks.js';
+import { mcpRoutes } from './mcp/http.js';
+import { DEFAULT_EXECUTOR, ExecutorBoard, Tasks, queueExecutor, resolveExecutors, withThread, type ExecutorConfig, type ExecutorStats, type SubmitOptions, type TaskDefinition, type TaskHandle } from './tasks/index.js';
 
 /** Options of {@link createRunner}. */
 export interface RunnerOptions {
@@ -120,6 +124,15 @@ export interface Runner {
    * widened to `string`; the scope is checked here, as every field is.
    */
   add<S extends string>(job: JobDefinitionLike<S>): JobInfo;
+  /**
+   * Adds every `@Scheduled` method of an instance as a job named `ClassName.method` (or
+   * `<namespace>.ClassName.method` when another registered class has the same name; an
+   * explicit `id` wins), run with `this` bound to the instance; and registers every `@Async`
+   * method as a task named by the same rule, to which each call of the method is submitted.
+   * @throws LeaseholdError naming `Class.method` and the field when one is wrong (`@Async` on a
+   * `@Scheduled` method among them); then none is added.
+   */
+  register(instance: object, options?: RegisterOptions): JobInfo[];
   /** Starts the timer (and connects to Redis when configured). */
   start(): Promise<void>;
   /** Stops: no new run, a grace for runs in progress, then abort; releases everything. */
@@ -233,7 +246,7 @@ export function attachStatus(opts: AttachStatusOptions, runnerMetrics?: RunnerMe
   });
   const registry = metrics.registry;
   // The page's event streams end when the runner stops, before Redis is closed under them.
-  const events = new StatusEvents({ api: status.api, clock: core.clock, onReadError: (err) => opts.logger.debug({ err }, 'status events: reading the status failed') });
+  const events = new StatusEvents({ api: status.api, clock: core.clock, ...(executors ? { executors } : {}), onReadError: (err) => opts.logger.debug({ err }, 'status events: reading the status failed') });
   const routes: FastifyPluginAsync = async (app) => {
     await app.register(leaseholdRoutes, {
       api: status.api,
@@ -245,6 +258,7 @@ export function attachStatus(opts: AttachStatusOptions, runnerMetrics?: RunnerMe
       ...(readToken ? { readToken } : {}),
       ...(metricsToken ? { metricsToken } : {}),
     });
+    await app.register(mcpRoutes, { api: status.api, instanceId: core.instanceId, adminToken, readToken, now: () => core.now(), version: packageVersion(), executors });
   };
   return {
     ...status,
@@ -267,8 +281,10 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
   const readToken = checkToken(opts.readToken, 'readToken');
   const metricsToken = checkToken(opts.metricsToken, 'metricsToken');
   const core = new RunnerCore({ instanceId, logger, shutdownGraceMs, ...(opts.clock ? { clock: opts.clock } : {}) });
+  const tracing = attachTracing(core);
+  const taskTracing = attachTaskTracing(core);
   const executorConfigs = resolveExecutors(opts.executors);
-  const detachLog = attachLogListener(core, logger);
+  const detachLog = attachLogListener(core, logger, { runFields: tracing.logFields });
   const metrics = createRunnerMetrics(core);
   const redisWhere = opts.redis ? { client: opts.redis } : target ? { target } : undefined;
   const tasks: Tasks = new Tasks({
@@ -276,6 +292,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
     clock: core.clock,
     logger,
     emitter: core.emitter,
+    hooks: taskTracing.hooks,
     executors: executorConfigs,
     prefix,
     ...(redisWhere
@@ -285,6 +302,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
         }
       : {}),
   });
+  core.submit = (task, payload, options) => tasks.submit(task as unknown as TaskDefinition | string, payload, options) as Promise<TaskHandle<never>>;
   let coordinator: RedisCoordinator | undefined;
   let leaseConnection: RedisClient | undefined;
   let status: AttachedStatus | undefined;
@@ -317,13 +335,29 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
     logger.warn('no Redis configured: installation jobs run on this node alone and nothing is shared');
   }
   metrics.executorFigures(async () => (await tasks.stats()).map((e) => ({ executor: e.name, queued: e.queued, active: e.active })));
+  const add = (job: JobDefinition | JobDefinitionLike<string>): JobInfo => {
+    const view = core.add(withThread(job, tasks));
+    metrics.addJob(view.job.id, view.job.scope);
+    return jobInfo(view);
+  };
+  const registrations = new Registrations({
+    add,
+    remove: (id) => core.remove(id),
+    checkTask: (task) => {
+      const executor = tasks.config(task.executor ?? DEFAULT_EXECUTOR);
+      if (executor.kind === 'worker') {
+        throw new LeaseholdError(ErrorCodes.invalidTask, `executor "${executor.name}" runs tasks in worker threads, which load a task from its module; an @Async method runs on its registered instance: put it on a loop or queue executor, or make it a task of its own (defineTask with module)`);
+      }
+      tasks.check(task);
+    },
+    addTask: (task) => void tasks.add(task as TaskDefinition),
+    removeTask: (id) => tasks.remove(id),
+    call: (id) => async (args) => (await tasks.submit(id, args)).result(),
+  });
   return {
     instanceId,
-    add: (job: JobDefinition | JobDefinitionLike<string>) => {
-      const view = core.add(withThread(job, tasks));
-      metrics.addJob(view.job.id, view.job.scope);
-      return jobInfo(view);
-    },
+    add,
+    register: (instance, options) => registrations.register(instance, options),
     async start() {
       if (coordinator && leaseConnection) {
         // Do not block long on an absent Redis: claims fail (as failed runs) until it is back.
@@ -341,6 +375,8 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
       await status?.stop();
       metrics.detach();
       detachLog();
+      tracing.detach();
+      taskTracing.detach();
       logger.info({ instanceId }, 'leasehold runner stopped');
     },
     on: (event, fn) => core.on(event, fn),

@@ -99,7 +99,7 @@ export const ERROR_TABLE: { readonly [C in ErrorCode]: ErrorDescription } = {
   },
   invalidState: {
     meaning: 'A call that the state of the runner (or of the object called) does not allow.',
-    action: 'Fix the calling code: `start()` runs once, `add()` before `stop()`, `status()` needs Redis.',
+    action: 'Fix the calling code: `start()` runs once, `add()` before `stop()`, `status()` needs Redis, an `@Async` method is called once its instance is registered.',
   },
   timeout: {
     meaning: 'A run outlived its timeout (an abort reason).',

@@ -36,6 +36,11 @@ export { parseDuration, type Duration } from './schedule/duration.js';
 export type { RetryOptions } from './schedule/retry.js';
 export { parseCron, type CronSchedule, type ParseCronOptions } from './cron/index.js';
 
+// Jobs on class methods
+export { Scheduled, type ScheduledOptions } from './decorators/scheduled.js';
+export { Async, type AsyncOptions } from './decorators/async.js';
+export type { RegisterOptions } from './decorators/register.js';
+
 // Background tasks
 export {
   defineTask,
@@ -50,6 +55,7 @@ export {
   type ExecutorStats,
 } from './tasks/index.js';
 export { JobThreads, type JobThread } from './schedule/job.js';
+export type { SubmitTask, TaskReference } from './schedule/submit.js';
 
 // Running them
 export { createRunner, type Runner, type RunnerOptions, type MetricsRegistry } from './create.js';

@@ -3,7 +3,8 @@
  * status source: the whole status first, then only the jobs that changed (a lease's TTL
  * ticking down is no change, its extension is), removed jobs, the instances when they change,
  * a `problem` while the status cannot be read and its end, comment heartbeats, no timer and
- * no read while nobody listens, and every stream ended by `close()`.
+ * no read while nobody listens, every stream ended by `close()`, and the executors in the
+ * snapshot and, whole, in a change when a figure changed.
  */
 import assert from 'node:assert/strict';
 import { createServer, request, type Server } from 'node:http';
@@ -168,5 +169,49 @@ describe('status events', () => {
       req.end();
     });
     assert.equal(status503, 503);
+  });
+});
+
+describe('status events with the executors', () => {
+  const row = (queued: number) => ({ name: 'io', kind: 'loop', instanceId: 'n1', concurrency: 1, active: 1, queued, succeeded: 0, failed: 0, timedOut: 0, cancelled: 0, interrupted: 0 });
+  let rows = [row(0)];
+  let executorReads = 0;
+  const fixed = status(2_000_000, [job('a')]);
+  const events = new StatusEvents({
+    api: { cluster: async () => fixed },
+    executors: async () => {
+      executorReads++;
+      return rows;
+    },
+    pollMs: 20,
+    executorsEveryMs: 100,
+  });
+  let server: Server;
+  let port = 0;
+
+  before(async () => {
+    server = createServer((req, res) => events.attach(req, res));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const a = server.address();
+    port = typeof a === 'object' && a ? a.port : 0;
+  });
+  after(async () => {
+    events.close();
+    await new Promise((r) => server.close(r));
+  });
+
+  it('the snapshot carries them; a change of a figure sends them whole, the jobs unchanged; they are read less often than the jobs', async () => {
+    const c = listen(port);
+    await until('the snapshot', () => c.frames.length >= 1);
+    assert.deepEqual((c.frames[0]?.data as { executors: unknown }).executors, [row(0)]);
+    const readsBefore = executorReads;
+    await sleep(300);
+    assert.equal(c.frames.length, 1, 'nothing changed, nothing sent');
+    assert.ok(executorReads - readsBefore <= 4, `read at most every 100 ms, not every 20 ms look: ${executorReads - readsBefore} reads in 300 ms`);
+    rows = [row(3)];
+    await until('the change', () => c.frames.length >= 2);
+    assert.deepEqual(c.frames[1], { event: 'changes', data: { generatedAt: fixed.generatedAt, jobs: [], removed: [], executors: [row(3)] } });
+    c.close();
+    await c.ended;
   });
 });

@@ -108,7 +108,10 @@ describe('the packed package installed into a project', () => {
     mkdirSync(join(modules, '@types'), { recursive: true });
     execFileSync('tar', ['-xzf', join(work, tarball), '-C', modules]);
     renameSync(join(modules, 'package'), join(modules, 'leasehold'));
-    for (const dep of Object.keys(pkg.dependencies)) symlinkSync(installed(dep), join(modules, dep), 'dir');
+    for (const dep of Object.keys(pkg.dependencies)) {
+      mkdirSync(dirname(join(modules, dep)), { recursive: true }); // a scoped package's scope
+      symlinkSync(installed(dep), join(modules, dep), 'dir');
+    }
     symlinkSync(installed('@types/node'), join(modules, '@types', 'node'), 'dir');
     writeFileSync(join(project, 'package.json'), '{ "name": "consumer", "private": true, "type": "module" }\n');
     writeFileSync(join(project, 'consumer.ts'), CONSUMER);

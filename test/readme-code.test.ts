@@ -34,6 +34,10 @@ declare global {
   function purge(batch: string[], fencingToken: number | undefined): Promise<void>;
   /** A nightly cleanup. */
   function cleanup(): Promise<void>;
+  /** Sends one mail. */
+  function sendMail(to: string): Promise<void>;
+  /** Who gets the digest. */
+  function recipients(): Promise<string[]>;
   /** An existing HTTP app (an Express app is a request listener too). */
   const app: RequestListener;
 }
@@ -54,6 +58,7 @@ before(() => {
   mkdirSync(join(dir, 'node_modules', '@types'), { recursive: true });
   symlinkSync(ROOT, join(dir, 'node_modules', 'leasehold'), 'dir');
   symlinkSync(join(ROOT, 'node_modules', 'fastify'), join(dir, 'node_modules', 'fastify'), 'dir');
+  symlinkSync(join(ROOT, 'node_modules', '@opentelemetry'), join(dir, 'node_modules', '@opentelemetry'), 'dir');
   symlinkSync(join(ROOT, 'node_modules', '@types', 'node'), join(dir, 'node_modules', '@types', 'node'), 'dir');
   writeFileSync(join(dir, 'examples.d.ts'), EXAMPLES_DTS);
   writeFileSync(join(dir, 'package.json'), '{ "name": "readme-examples", "private": true, "type": "module" }\n');

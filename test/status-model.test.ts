@@ -145,7 +145,7 @@ describe('status model', () => {
     assert.equal(status.jobs[1]?.runs, 0);
   });
 
-  it('reads 1,000 jobs in two round trips, fast', async () => {
+  it('reads 1,000 jobs in two round trips', async () => {
     const k = fresh();
     const p = redis.pipeline();
     for (let i = 0; i < 1_000; i++) {
@@ -161,15 +161,7 @@ describe('status model', () => {
     const after = await processed();
     assert.equal(s.jobs.length, 1_000);
     assert.equal(after - before - 1, 4 + 4 * 1_000, 'four commands per job in one pipeline, nothing per job besides');
-    const times: number[] = [];
-    for (let i = 0; i < 10; i++) {
-      const t0 = performance.now();
-      await readCluster(redis, k);
-      times.push(performance.now() - t0);
-    }
-    times.sort((a, b) => a - b);
-    // The HTTP route serves a cached snapshot; this only guards against a read gone slow.
-    assert.ok((times[5] ?? Infinity) < 250, `median ${(times[5] ?? 0).toFixed(1)} ms`);
+    // How fast it is, is the benchmark's to say (S4: GET /manage/jobs with 1,000 jobs).
   });
 
   it('parses lease values, and judges degradation with slack for the last run', () => {

@@ -67,6 +67,28 @@ describe('record.lua', () => {
     assert.equal(again['createdAt'], '2026-01-01T00:00:00.000Z');
   });
 
+  it("repeats no field creation on a hash that has its fields: each node's init every minute costs one HEXISTS per job", async () => {
+    const { k, job, send } = fresh();
+    // A run written before any init (a node that found the hash deleted) leaves no createdAt: init still creates the rest.
+    await send('w', 1, { incr: { runs: 1, succeeded: 1 } });
+    await send('w', 2, { init: true, createdAt: '2026-01-01T00:00:00.000Z' });
+    const stats = await redis.hgetall(k.stats(job));
+    assert.equal(stats['runs'], '1');
+    assert.equal(stats['failed'], '0');
+    assert.equal(stats['lastError'], '');
+    await redis.config('RESETSTAT');
+    for (let seq = 3; seq < 13; seq++) await send('w', seq, { init: true, createdAt: '2027-01-01T00:00:00.000Z' });
+    const commandstats = await redis.info('commandstats');
+    assert.doesNotMatch(commandstats, /cmdstat_hsetnx:/, 'a hash with its fields got HSETNX again');
+    assert.match(commandstats, /cmdstat_hexists:calls=10,/);
+    // Deleted, it is created again by the next init.
+    await redis.del(k.stats(job));
+    await send('w', 13, { init: true, createdAt: '2028-01-01T00:00:00.000Z' });
+    const again = await redis.hgetall(k.stats(job));
+    assert.equal(again['runs'], '0');
+    assert.equal(again['createdAt'], '2028-01-01T00:00:00.000Z');
+  });
+
   it('applies a batch once: a retry with the same writer and sequence number changes nothing', async () => {
     const { k, job, send } = fresh();
     const batch: RecordBatch = { incr: { runs: 3, failed: 3 }, fails: 3, runs: ['{"outcome":"failed"}'] };

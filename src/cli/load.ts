@@ -1,5 +1,6 @@
 /**
- * Loads a jobs module (`.js`, `.mjs`, `.ts`): its default export must be an array of jobs.
+ * Loads a jobs module (`.js`, `.mjs`, `.ts`): its default export must be an array of jobs (and
+ * instances with `@Scheduled` methods).
  * @module
  */
 import { execFile } from 'node:child_process';
@@ -8,6 +9,7 @@ import { resolve, extname, relative, isAbsolute } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
+import { isDecorated } from '../decorators/register.js';
 
 const TS_EXTENSIONS = new Set(['.ts', '.mts', '.cts', '.tsx']);
 const JS_EXTENSIONS = new Set(['.js', '.mjs', '.cjs']);
@@ -28,8 +30,9 @@ interface SourceLocation {
 }
 
 /**
- * Imports the module at `path` (relative to the working directory) and returns its default export.
- * @throws LeaseholdError `invalidModule` when it is missing, fails to load, or exports no array;
+ * Imports the module at `path` (relative to the working directory) and returns its default export:
+ * an array of jobs and instances with `@Scheduled` methods, or one such instance (as an array).
+ * @throws LeaseholdError `invalidModule` when it is missing, fails to load, or exports neither;
  * a syntax error names the file, line and column and shows the line.
  */
 export async function loadJobsModule(path: string): Promise<unknown[]> {
@@ -50,6 +53,7 @@ export async function loadJobsModule(path: string): Promise<unknown[]> {
   if (!Array.isArray(exported) && exported && typeof exported === 'object' && 'default' in exported) {
     exported = (exported as { default: unknown }).default;
   }
+  if (isDecorated(exported)) return [exported];
   if (!Array.isArray(exported)) {
     throw new LeaseholdError(ErrorCodes.invalidModule, `jobs module ${path}: its default export must be an array of jobs, got ${exported === undefined ? 'nothing' : typeof exported}`);
   }

@@ -1,5 +1,5 @@
 /**
- * The `leasehold` command: `next`, `check`, `start`, `status`, `forget`.
+ * The `leasehold` command: `next`, `check`, `start`, `status`, `forget`, `mcp`.
  * @module
  */
 import { readFileSync } from 'node:fs';
@@ -46,6 +46,15 @@ const COMMANDS = new Map<string, Command>([
       summary: 'remove a job that left the code of every node',
       help: async () => (await import('./forget.js')).forgetHelp(),
       run: async (args) => (await import('./forget.js')).runForget(args),
+    },
+  ],
+  [
+    'mcp',
+    {
+      synopsis: 'mcp [--read-only]',
+      summary: 'serve the MCP tools over stdio for a coding agent',
+      help: async () => (await import('./mcp.js')).mcpHelp(),
+      run: async (args) => (await import('./mcp.js')).runMcp(args),
     },
   ],
 ]);

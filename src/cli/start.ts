@@ -3,9 +3,11 @@
  * @module
  */
 import { parseArgs } from 'node:util';
+import { resolve } from 'node:path';
 import { ErrorCodes, LeaseholdError, errorMessage, isLeaseholdError } from '../errors.js';
 import { createLogger, logFormat } from '../log/logger.js';
 import { checkJobs, normalizeJobs, type JobDefinition } from '../schedule/job.js';
+import { bindTask, expandExport } from '../decorators/register.js';
 import { createRunner, type RunnerOptions } from '../create.js';
 import type { TaskDefinition } from '../tasks/index.js';
 import { CONFIG, helpOption, readConfig } from './config.js';
@@ -49,12 +51,14 @@ function parseFlags(args: string[]): Record<string, string | boolean | undefined
  * Every check (including duplicate ids) before anything starts. Like `check`, names every
  * invalid job, one a line; the error has the code of the first (which sets the exit status).
  */
-function checkAllJobs(jobs: unknown[]): void {
+function checkAllJobs(jobs: unknown[], decorated: readonly LeaseholdError[]): void {
   try {
+    const firstDecorated = decorated[0];
+    if (firstDecorated) throw firstDecorated;
     normalizeJobs(jobs);
   } catch (first) {
     if (!isLeaseholdError(first)) throw first;
-    const all = checkJobs(jobs);
+    const all = [...decorated.map((e) => e.message), ...checkJobs(jobs)];
     throw new LeaseholdError(first.code, all.length > 1 ? all.join('\nleasehold: ') : first.message, { cause: first });
   }
 }
@@ -69,8 +73,8 @@ export async function runStart(args: string[]): Promise<number> {
   const config = readConfig(parseFlags(args), process.env);
   if (!config.jobs) throw new LeaseholdError(ErrorCodes.invalidConfig, 'start: --jobs <module> is required');
   const logger = createLogger({ level: config.logLevel, format: logFormat(config.logFormat, process.stdout.isTTY === true) });
-  const jobs = await loadJobsModule(config.jobs);
-  checkAllJobs(jobs);
+  const { jobs, tasks: asyncTasks, errors: decorated } = expandExport(await loadJobsModule(config.jobs), resolve(config.jobs));
+  checkAllJobs(jobs, decorated);
   const extras = await loadModuleExtras(config.jobs);
   let privateRedis: PrivateRedis | undefined;
   if (config.privateRedis && !config.redisUrl && !config.redisClusterNodes && !config.redisSentinels) {
@@ -96,6 +100,11 @@ export async function runStart(args: string[]): Promise<number> {
   // A job on a worker thread is loaded there from the jobs module.
   for (const job of jobs) runner.add(onWorkerThread(job) ? { ...(job as JobDefinition), module: extras.url } : (job as JobDefinition));
   for (const task of extras.tasks) runner.addTask(task as TaskDefinition);
+  // The @Async methods of the exported instances: their calls submit to this node's executors.
+  for (const task of asyncTasks) {
+    runner.addTask(task.definition as TaskDefinition);
+    bindTask(task, (id) => async (args) => (await runner.submit(id, args)).result());
+  }
   await runner.start();
   let http: Awaited<ReturnType<typeof startHttpServer>>;
   try {

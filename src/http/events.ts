@@ -9,9 +9,14 @@
  * half second, or per ten read times), shared with `GET /manage/jobs`. With no client, no
  * timer runs and nothing is read.
  *
- * Events: `snapshot` (the whole status, first on every connection), `changes` (`{generatedAt,
- * jobs, removed, instances?}`: the jobs that changed or appeared, the ids that went, and the
- * instances when they changed) and `problem` (`{message}` while the status cannot be read,
+ * The executors of background tasks ride along: with an `executors` source, they are read at
+ * most every {@link EXECUTORS_EVERY_MS} (their figures from other nodes change every few seconds
+ * anyway) and sent whole when any figure changed.
+ *
+ * Events: `snapshot` (the whole status, first on every connection, with `executors` when there
+ * is a source), `changes` (`{generatedAt, jobs, removed, instances?, executors?}`: the jobs that
+ * changed or appeared, the ids that went, and the instances or the executors when they changed)
+ * and `problem` (`{message}` while the status cannot be read,
  * `{message: null}` once it can). A `retry:` line tells EventSource how soon to reconnect, a
  * comment line every {@link HEARTBEAT_MS} keeps proxies from closing an idle stream, and
  * {@link StatusEvents.close} ends every stream (the runner's `stop()` and fastify's close call
@@ -31,6 +36,8 @@ import type { ClusterStatus, InstanceStatus, JobStatus } from '../status/model.j
 export const POLL_MS = 250;
 /** A comment line is sent this often, in ms (below the usual 30 to 60 s proxy read timeouts). */
 export const HEARTBEAT_MS = 15_000;
+/** How often the executors are read while a client listens, in ms (a read of Redis, so slower than the jobs' look). */
+export const EXECUTORS_EVERY_MS = 1_000;
 /** What EventSource is told to wait before reconnecting, in ms. */
 export const RETRY_MS = 2_000;
 /** A client that has this much unsent is too slow: its stream is ended (it reconnects and gets a snapshot). */
@@ -43,6 +50,9 @@ export interface StatusSource {
   cluster(): Promise<ClusterStatus>;
 }
 
+/** The cluster's executors of background tasks (the rows `GET /manage/executors` lists). */
+export type ExecutorsSource = () => Promise<readonly object[]>;
+
 /** Options of {@link StatusEvents}. */
 export interface StatusEventsOptions {
   readonly api: StatusSource;
@@ -50,7 +60,10 @@ export interface StatusEventsOptions {
   readonly clock?: Timers;
   /** Told about reads that fail (they also go to the clients as `problem`). */
   readonly onReadError?: (err: unknown) => void;
+  /** The executors, sent with the jobs; without it none are sent. */
+  readonly executors?: ExecutorsSource;
   readonly pollMs?: number;
+  readonly executorsEveryMs?: number;
   readonly heartbeatMs?: number;
 }
 
@@ -95,6 +108,9 @@ export class StatusEvents {
   private current: ClusterStatus | undefined;
   private seenJobs = new Map<string, Seen>();
   private instancesText = '';
+  private executors: readonly object[] | undefined;
+  private executorsText = '';
+  private executorsReadAt = -Infinity;
   private reading: Promise<void> | undefined;
   private problem: string | null = null;
   private closed = false;
@@ -172,6 +188,9 @@ export class StatusEvents {
     this.current = undefined;
     this.seenJobs = new Map();
     this.instancesText = '';
+    this.executors = undefined;
+    this.executorsText = '';
+    this.executorsReadAt = -Infinity;
   }
 
   /** Sends a new client the whole status, from the last read or a new one. */
@@ -180,7 +199,7 @@ export class StatusEvents {
     if (!this.current) await this.refresh();
     if (!this.clients.has(client)) return;
     if (this.current && !client.synced) {
-      this.write(client, frame('snapshot', this.current));
+      this.write(client, frame('snapshot', this.snapshotOf(this.current)));
       client.synced = true;
     }
     // A problem found by this very read went to every client already.
@@ -195,11 +214,42 @@ export class StatusEvents {
     return this.reading;
   }
 
+  /** The status as the `snapshot` event carries it: with the executors when there is a source. */
+  private snapshotOf(status: ClusterStatus): ClusterStatus & { executors?: readonly object[] } {
+    return this.opts.executors ? { ...status, executors: this.executors ?? [] } : status;
+  }
+
+  /**
+   * Reads the executors when the last read is old enough; true when they changed. A failed read
+   * keeps the last figures (the jobs' read says when Redis is unreachable).
+   */
+  private async readExecutors(): Promise<boolean> {
+    const source = this.opts.executors;
+    const now = this.clock.monotonic();
+    if (!source || now - this.executorsReadAt < (this.opts.executorsEveryMs ?? EXECUTORS_EVERY_MS)) return false;
+    this.executorsReadAt = now;
+    try {
+      const rows = await source();
+      const text = JSON.stringify(rows);
+      if (text === this.executorsText) return false;
+      this.executorsText = text;
+      this.executors = rows;
+      return true;
+    } catch (err) {
+      this.opts.onReadError?.(err);
+      return false;
+    }
+  }
+
   private async read(): Promise<void> {
     let status: ClusterStatus;
+    let executorsChanged: boolean;
     try {
-      status = await this.opts.api.cluster();
+      [status, executorsChanged] = await Promise.all([this.opts.api.cluster(), this.readExecutors()]);
     } catch (err) {
+      // The executors read beside it is sent again with the next good read.
+      this.executorsText = '';
+      this.executorsReadAt = -Infinity;
       const message = errorMessage(err);
       if (message !== this.problem) {
         this.problem = message;
@@ -212,7 +262,11 @@ export class StatusEvents {
       this.problem = null;
       this.broadcast(frame('problem', { message: null }));
     }
-    if (status === this.current || this.clients.size === 0) return;
+    if (this.clients.size === 0) return;
+    if (status === this.current) {
+      if (executorsChanged) this.sendExecutors(status.generatedAt);
+      return;
+    }
     const first = this.current === undefined;
     this.current = status;
     const at = Date.parse(status.generatedAt);
@@ -228,20 +282,27 @@ export class StatusEvents {
     const instancesText = JSON.stringify(status.instances);
     const instances: InstanceStatus[] | undefined = instancesText === this.instancesText ? undefined : status.instances;
     this.instancesText = instancesText;
-    const changes = first || (jobs.length === 0 && removed.length === 0 && instances === undefined)
+    const executors = executorsChanged ? this.executors : undefined;
+    const changes = first || (jobs.length === 0 && removed.length === 0 && instances === undefined && executors === undefined)
       ? undefined
-      : frame('changes', { generatedAt: status.generatedAt, jobs, removed, ...(instances ? { instances } : {}) });
+      : frame('changes', { generatedAt: status.generatedAt, jobs, removed, ...(instances ? { instances } : {}), ...(executors ? { executors } : {}) });
     let snapshot: string | undefined;
     for (const c of this.clients) {
       if (c.synced) {
         if (changes !== undefined) this.write(c, changes);
       } else {
         // A client that connected while the status could not be read gets it now.
-        snapshot ??= frame('snapshot', status);
+        snapshot ??= frame('snapshot', this.snapshotOf(status));
         this.write(c, snapshot);
         c.synced = true;
       }
     }
+  }
+
+  /** Sends the executors alone (the jobs did not change). */
+  private sendExecutors(generatedAt: string): void {
+    const text = frame('changes', { generatedAt, jobs: [], removed: [], executors: this.executors ?? [] });
+    for (const c of this.clients) if (c.synced) this.write(c, text);
   }
 
   private broadcast(text: string): void {

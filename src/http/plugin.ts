@@ -11,7 +11,7 @@ import type { Timers } from '../clock.js';
 import { ErrorCodes, isLeaseholdError } from '../errors.js';
 import type { ManageApi } from '../status/api.js';
 import { bearerChecker, metricsChecker, readAccess, type AuthDecision } from './auth.js';
-import { StatusEvents } from './events.js';
+import { StatusEvents, type ExecutorsSource } from './events.js';
 import { send } from './problem.js';
 import { loadAssets } from './ui/assets.js';
 import { registerUiRoutes } from './ui/routes.js';
@@ -20,8 +20,7 @@ import { JOB_ID_PATTERN } from '../schedule/job.js';
 /** Prometheus text of this node's metrics, as `GET /metrics` serves it. */
 export type MetricsSource = () => Promise<{ contentType: string; text: string }>;
 
-/** The cluster's executors, as `GET /manage/executors` lists them (rows of the tasks layer's figures). */
-export type ExecutorsSource = () => Promise<readonly object[]>;
+export type { ExecutorsSource } from './events.js';
 
 /** Options of {@link leaseholdRoutes}. */
 export interface LeaseholdRoutesOptions {
@@ -134,7 +133,7 @@ export const leaseholdRoutes: FastifyPluginAsync<LeaseholdRoutesOptions> = async
   const metricsCheck = metricsChecker(opts.metricsToken);
   const readOnly = guard((req) => access.check(authorization(req), req.headers.cookie));
   const metricsOnly = guard((req) => metricsCheck(authorization(req)));
-  const events = opts.events ?? new StatusEvents({ api, ...(opts.clock ? { clock: opts.clock } : {}), onReadError: (err) => app.log.debug({ err }, 'status events: reading the status failed') });
+  const events = opts.events ?? new StatusEvents({ api, ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.executors ? { executors: opts.executors } : {}), onReadError: (err) => app.log.debug({ err }, 'status events: reading the status failed') });
   // Streams end before fastify waits for requests in flight, so closing never hangs on them.
   app.addHook('preClose', (done) => {
     events.endStreams();

@@ -7,26 +7,33 @@ import type { Logger } from '../logger.js';
 import { formatDuration } from '../schedule/duration.js';
 import type { RunnerCore } from '../runner/runner.js';
 
+/** Options of {@link attachLogListener}. */
+export interface LogListenerOptions {
+  /** Fields to add to the lines about a run in progress (the tracer's `trace_id` and `span_id`). */
+  readonly runFields?: (runId: string) => Readonly<Record<string, string>> | undefined;
+}
+
 /** Subscribes a logger to a runner's events. Returns an unsubscribe function. */
-export function attachLogListener(runner: RunnerCore, log: Logger): () => void {
+export function attachLogListener(runner: RunnerCore, log: Logger, opts: LogListenerOptions = {}): () => void {
   const failing = new Map<string, number>();
+  const traced = (runId: string): Readonly<Record<string, string>> | undefined => opts.runFields?.(runId);
   const failingTasks = new Map<string, number>();
   // Debug lines are built only when they are written: most nodes run at info, many jobs.
   const debug = (): boolean => log.isLevelEnabled('debug');
   const offs = [
     runner.on('runStarted', (e) => {
-      if (debug()) log.debug({ jobId: e.jobId, runId: e.runId, scheduledAt: new Date(e.scheduledAt).toISOString(), lagMs: e.lagMs, fencingToken: e.fencingToken }, 'run started');
+      if (debug()) log.debug({ jobId: e.jobId, runId: e.runId, scheduledAt: new Date(e.scheduledAt).toISOString(), lagMs: e.lagMs, fencingToken: e.fencingToken, ...traced(e.runId) }, 'run started');
     }),
     runner.on('runEnded', (e) => {
       if (e.willRetry) {
-        log.info({ jobId: e.jobId, runId: e.runId, attempt: e.attempt, error: e.error }, 'job "%s": attempt %d failed (%s); retrying', e.jobId, e.attempt, e.error ?? 'no error message');
+        log.info({ jobId: e.jobId, runId: e.runId, attempt: e.attempt, error: e.error, ...traced(e.runId) }, 'job "%s": attempt %d failed (%s); retrying', e.jobId, e.attempt, e.error ?? 'no error message');
         return;
       }
       if (e.outcome === 'succeeded' && !failing.has(e.jobId)) {
-        if (debug()) log.debug({ jobId: e.jobId, runId: e.runId, outcome: e.outcome, durationMs: e.durationMs }, 'run succeeded');
+        if (debug()) log.debug({ jobId: e.jobId, runId: e.runId, outcome: e.outcome, durationMs: e.durationMs, ...traced(e.runId) }, 'run succeeded');
         return;
       }
-      const fields = { jobId: e.jobId, runId: e.runId, outcome: e.outcome, durationMs: e.durationMs };
+      const fields = { jobId: e.jobId, runId: e.runId, outcome: e.outcome, durationMs: e.durationMs, ...traced(e.runId) };
       if (e.outcome === 'succeeded') {
         const streak = failing.get(e.jobId) ?? 0;
         failing.delete(e.jobId);
@@ -79,7 +86,8 @@ export function attachLogListener(runner: RunnerCore, log: Logger): () => void {
     }),
     runner.on('warning', (e) => log.warn({ jobId: e.jobId }, e.message)),
     runner.on('clockStep', (e) => {
-      const size = formatDuration(Math.abs(e.stepMs));
+      // Wall and monotonic clocks are read a moment apart, so a step of an hour measures 3599999 ms: say it to the second.
+      const size = formatDuration(Math.max(1_000, Math.round(Math.abs(e.stepMs) / 1_000) * 1_000));
       const what = e.replanned ? 'every job is planned again from the new time' : 'the schedule keeps Redis time and does not move';
       log.warn({ stepMs: e.stepMs }, 'the wall clock stepped %s by %s; %s', e.stepMs > 0 ? 'forward' : 'back', size, what);
     }),

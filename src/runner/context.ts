@@ -6,6 +6,7 @@
 import type { Logger } from '../logger.js';
 import type { JobContext } from '../schedule/job.js';
 import type { RunParams } from './run.js';
+import type { SubmitTask } from '../schedule/submit.js';
 
 /** What a context reads of its run. */
 export interface ContextSource {
@@ -30,9 +31,12 @@ export class RunContext implements JobContext {
 
   /** Which attempt at the tick this is: 1, or more for a retry. */
   readonly attempt: number;
+  /** Submits a background task, as `runner.submit` does. */
+  readonly submit: SubmitTask;
 
-  constructor(run: ContextSource, p: Pick<RunParams, 'job' | 'tick' | 'instanceId' | 'lease'>) {
+  constructor(run: ContextSource, p: Pick<RunParams, 'job' | 'tick' | 'instanceId' | 'lease' | 'submit'>) {
     this.#run = run;
+    this.submit = p.submit;
     this.jobId = p.job.id;
     this.runId = run.runId;
     this.attempt = run.attemptNumber;

@@ -12,6 +12,8 @@ import { formatDuration } from '../schedule/duration.js';
 import { retryDelayMs } from '../schedule/retry.js';
 import type { HeldLease, LeaseLoss, LeaseWatchHandle } from '../lease/port.js';
 import { ABORT_OUTCOMES, type Emitter, type RunOutcome, type RunStartedEvent } from './events.js';
+import type { RunHook, RunHooks } from './hooks.js';
+import type { SubmitTask } from '../schedule/submit.js';
 
 /** How long after an abort a handler that ignores its signal is reported with the abort's outcome. */
 const REPORT_AFTER_ABORT_MS = 1_000;
@@ -64,6 +66,10 @@ export interface RunParams {
   readonly delayAfterMs: number | undefined;
   /** The job's next tick (shared clock): no retry starts at or after it. Null: none planned. */
   readonly nextTickAt: number | null;
+  /** What runs around each attempt (the tracer), if anything. */
+  readonly hooks?: RunHooks | undefined;
+  /** How the run's handler submits a background task (`ctx.submit`). */
+  readonly submit: SubmitTask;
 }
 
 const OUTCOME_OF = ABORT_OUTCOMES;
@@ -95,6 +101,7 @@ class Run implements ActiveRun {
   private readonly timeout: TimerHandle;
   private readonly watcher: LeaseWatchHandle | undefined;
   private log: Logger | undefined;
+  private hook: RunHook | undefined;
 
   constructor(private readonly p: RunParams) {
     this.runId = randomUUID();
@@ -113,6 +120,7 @@ class Run implements ActiveRun {
     };
     this.timeout = p.clock.setTimer(() => this.timedOut(), p.timeoutMs);
     this.watcher = p.lease?.watch(p.leaseMs, (loss) => this.onLeaseLost(loss));
+    this.hook = p.hooks?.begin(this.started);
     p.emitter.emit('runStarted', this.started);
     this.settled = this.settle();
   }
@@ -162,12 +170,13 @@ class Run implements ActiveRun {
 
   /** The run's logger, made on first use: most handlers of frequent jobs never log. */
   logger(): Logger {
-    return (this.log ??= this.p.logger.child({ jobId: this.p.job.id, runId: this.runId, ...(this.started.attempt > 1 ? { attempt: this.started.attempt } : {}) }));
+    return (this.log ??= this.p.logger.child({ jobId: this.p.job.id, runId: this.runId, ...(this.started.attempt > 1 ? { attempt: this.started.attempt } : {}), ...this.hook?.logFields() }));
   }
 
   private onLeaseLost(loss: LeaseLoss): void {
     const { p } = this;
     this.leaseLost = true;
+    this.hook?.event('lease lost', { 'leasehold.lease.loss': loss.cause });
     if (loss.cause === 'loopBlocked') {
       p.emitter.emit('warning', {
         jobId: p.job.id,
@@ -188,14 +197,20 @@ class Run implements ActiveRun {
     this.reported = !willRetry;
     const endedAt = this.p.now();
     const durationMs = Math.max(0, endedAt - this.started.startedAt);
-    this.p.emitter.emit('runEnded', { ...this.started, outcome, endedAt, durationMs, error, cause, willRetry });
+    const ended = { ...this.started, outcome, endedAt, durationMs, error, cause, willRetry };
+    this.p.emitter.emit('runEnded', ended);
+    const { hook } = this;
+    this.hook = undefined;
+    hook?.end(ended);
   }
 
   /** One attempt: the handler called once; resolves with what it threw, or undefined on success. */
   private async attempt(): Promise<{ error: unknown } | undefined> {
     try {
       await null; // the handler starts after executeRun has returned, never inside it
-      await this.p.job.run(new RunContext(this, this.p));
+      const ctx = new RunContext(this, this.p);
+      const { hook } = this;
+      await (hook ? hook.call(() => this.p.job.run(ctx)) : this.p.job.run(ctx));
       return undefined;
     } catch (error) {
       return { error };
@@ -235,6 +250,7 @@ class Run implements ActiveRun {
     this.runId = randomUUID();
     this.log = undefined;
     this.started = { ...this.started, runId: this.runId, startedAt, lagMs: startedAt - this.p.tick, attempt: this.started.attempt + 1 };
+    this.hook = this.p.hooks?.begin(this.started);
     this.p.emitter.emit('runStarted', this.started);
   }
 

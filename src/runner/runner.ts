@@ -21,6 +21,8 @@ import { fireTick } from './fire.js';
 import { ALONE, type ClaimOrder } from './order.js';
 import { StepDetector } from './steps.js';
 import { Timetable, type TimetableHost } from './timetable.js';
+import type { RunHooks } from './hooks.js';
+import type { SubmitTask } from '../schedule/submit.js';
 
 export type { SettingsSource } from './slot.js';
 export { jobInfo, type JobInfo, type JobView } from './view.js';
@@ -52,6 +54,9 @@ export class RunnerCore implements TimetableHost, ClaimHost {
   private status: 'idle' | 'running' | 'stopping' | 'stopped' = 'idle';
   private stopping: Promise<void> | undefined;
   coordinator: Coordinator;
+  /** What runs around each run (the tracer). */ hooks: RunHooks | undefined;
+  /** How a run submits a background task (`ctx.submit`): the executors', set by `createRunner`. */
+  submit: SubmitTask = () => Promise.reject(new LeaseholdError(ErrorCodes.invalidTask, 'ctx.submit: this runner has no executors'));
 
   constructor(private readonly opts: RunnerCoreOptions) {
     this.clock = completeClock(opts.clock);
@@ -286,6 +291,8 @@ export class RunnerCore implements TimetableHost, ClaimHost {
       emitter: this.emitter,
       delayAfterMs: eff.trigger.kind === 'fixedDelay' ? eff.trigger.intervalMs : undefined,
       nextTickAt: eff.trigger.kind === 'fixedDelay' ? null : slot.nextAt,
+      hooks: this.hooks,
+      submit: this.submit,
     });
     slot.running = run;
     void run.settled.then(() => {

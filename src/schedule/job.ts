@@ -2,6 +2,7 @@
  * Job definitions: the shape a user writes, `defineJob`, and the checks run at registration.
  * @module
  */
+import type { SubmitTask } from './submit.js';
 import type { Logger } from '../logger.js';
 import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
 import { validateZone } from '../cron/index.js';
@@ -45,6 +46,13 @@ export interface JobContext {
   readonly attempt: number;
   /** For installation jobs: a number that grows with every claim of this job. */
   readonly fencingToken?: number;
+  /**
+   * Submits a background task from the run, as `runner.submit` does: how a job started by
+   * `leasehold start` hands work to an executor (one task per recipient of a digest, say).
+   * The task must be registered on the node or given as its definition. Not in a job on a
+   * worker thread (it rejects with `invalidTask`): submit from a job on the event loop.
+   */
+  readonly submit: SubmitTask;
 }
 
 /** A job's handler. Its promise settling ends the run. */

@@ -76,7 +76,8 @@ export interface StatusLayer {
   read(): Promise<ClusterStatus>;
 }
 
-function packageVersion(): string {
+/** The installed package's version (`unknown` when its package.json cannot be read). */
+export function packageVersion(): string {
   try {
     const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
     return typeof pkg.version === 'string' ? pkg.version : 'unknown';

@@ -11,7 +11,8 @@ import type { ExecutorStats, TaskExecutor } from './executor.js';
 import { LocalExecutor, type ExecutorHost } from './local.js';
 import { ThreadPool } from './pool.js';
 import type { ExecutorBoard } from './board.js';
-import { normalizeSubmit, normalizeTask, type NormalizedTask, type TaskDefinition, type TaskHandle } from './task.js';
+import { withTaskHook, type TaskStart } from './hooks.js';
+import { normalizeSubmit, normalizeTask, type NormalizedTask, type TaskContext, type TaskDefinition, type TaskHandle } from './task.js';
 
 export { defineTask, DEFAULT_EXECUTOR, type TaskDefinition, type TaskContext, type TaskHandler, type TaskHandle, type SubmitOptions } from './task.js';
 export { ExecutorKinds, EXECUTOR_ENV_DOCS, resolveExecutors, type ExecutorConfig, type ExecutorKind, type ResolvedExecutor } from './config.js';
@@ -19,6 +20,7 @@ export type { ExecutorStats } from './executor.js';
 export { ExecutorBoard, mergeQueues, readBoard } from './board.js';
 export { queueExecutor } from './queue.js';
 export { withThread } from './jobs.js';
+export type { TaskHooks, TaskHook, TaskOrigin, TaskStart } from './hooks.js';
 
 /** Makes a queue executor (with Redis); see `queue.ts`. */
 export type QueueFactory = (config: ResolvedExecutor, host: ExecutorHost, tasks: (id: string) => NormalizedTask | undefined) => TaskExecutor;
@@ -73,6 +75,11 @@ export class Tasks {
     return task;
   }
 
+  /** Unregisters a task (a renamed `@Async` method's): submits by its id are refused from now on. */
+  remove(id: string): boolean {
+    return this.registered.delete(id);
+  }
+
   /** The registered tasks' ids. */
   ids(): string[] {
     return [...this.registered.keys()];
@@ -102,7 +109,9 @@ export class Tasks {
         throw new LeaseholdError(ErrorCodes.invalidTask, `task "${task.id}" on worker executor "${config.name}": its payload cannot be passed to a worker thread: ${errorMessage(err)}`);
       }
     }
-    return this.executor(config).submit(task, payload, opts);
+    // The submitter's trace context, carried by this submission (to a queue, to another node).
+    const origin = this.opts.hooks?.capture();
+    return this.executor(config).submit(origin ? { ...task, origin } : task, payload, opts);
   }
 
   /** Cancels a task waiting or running on this node. False when none has the id. */
@@ -203,7 +212,8 @@ export class Tasks {
     return task;
   }
 
-  private check(definition: unknown): NormalizedTask {
+  /** Checks a task definition as `add` does, against this node's executors. */
+  check(definition: unknown): NormalizedTask {
     const task = normalizeTask(definition);
     const config = this.config(task.executor);
     if (config.kind === 'queue' && !this.opts.queue) throw new LeaseholdError(ErrorCodes.invalidTask, `task "${task.id}": executor "${config.name}" is a queue executor, which needs Redis (configure redisUrl or another Redis option)`);
@@ -217,7 +227,7 @@ export class Tasks {
     let executor: TaskExecutor;
     const host: ExecutorHost = this.opts;
     if (config.kind === 'loop') {
-      executor = new LocalExecutor(config, host, (task, payload, ctx) => Promise.resolve(task.run(payload, ctx)));
+      executor = new LocalExecutor(config, host, (task, payload, ctx) => withTaskHook(host.hooks, start(task, ctx, config.kind), () => Promise.resolve(task.run(payload, ctx))));
     } else if (config.kind === 'worker') {
       const pool = new ThreadPool({ name: config.name, maxThreads: config.concurrency, idleTimeoutMs: config.idleTimeoutMs, clock: host.clock, logger: host.logger });
       executor = new LocalExecutor(
@@ -225,7 +235,7 @@ export class Tasks {
         host,
         (task, payload, ctx) => {
           const fields = { taskId: ctx.taskId, task: ctx.task, executor: ctx.executor, attempt: ctx.attempt, instanceId: ctx.instanceId };
-          return pool.run({ kind: 'task', module: task.module ?? '', id: task.id, payload, ctx: fields }, ctx.signal);
+          return withTaskHook(host.hooks, start(task, ctx, config.kind), () => pool.run({ kind: 'task', module: task.module ?? '', id: task.id, payload, ctx: fields }, ctx.signal));
         },
         () => pool.close(),
       );
@@ -238,4 +248,9 @@ export class Tasks {
     this.opts.board?.start();
     return executor;
   }
+}
+
+/** What the hooks are told of an attempt on this node. */
+function start(task: NormalizedTask, ctx: TaskContext, kind: string): TaskStart {
+  return { task: task.id, taskId: ctx.taskId, executor: ctx.executor, kind, instanceId: ctx.instanceId, attempt: ctx.attempt, origin: task.origin };
 }

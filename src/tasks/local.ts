@@ -10,6 +10,7 @@ import type { Logger } from '../logger.js';
 import { ErrorCodes, LeaseholdError } from '../errors.js';
 import type { Emitter } from '../runner/events.js';
 import type { ResolvedExecutor } from './config.js';
+import type { TaskHooks } from './hooks.js';
 import { Deadlines, TaskAttempt, type AttemptResult } from './execution.js';
 import { Counters, Settlement, type ExecutorStats, type TaskExecutor } from './executor.js';
 import type { NormalizedSubmit, NormalizedTask, TaskContext, TaskHandle } from './task.js';
@@ -20,6 +21,8 @@ export interface ExecutorHost {
   readonly clock: Timers;
   readonly logger: Logger;
   readonly emitter: Emitter;
+  /** What is done around each task (its span), if anything. */
+  readonly hooks?: TaskHooks;
 }
 
 /** Runs one task's handler under its attempt's signal (here, or in a worker thread). */

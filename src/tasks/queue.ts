@@ -18,6 +18,7 @@ import type { QueueFactory } from './index.js';
 import { TaskAttempt, type AttemptResult } from './execution.js';
 import { Counters, type ExecutorStats, type TaskExecutor } from './executor.js';
 import type { ExecutorHost } from './local.js';
+import { withTaskHook, type TaskOrigin } from './hooks.js';
 import type { NormalizedSubmit, NormalizedTask, TaskHandle } from './task.js';
 
 /** Where the queues' Redis is: the runner's own target or client. */
@@ -29,6 +30,8 @@ interface QueuedData {
   readonly p: unknown;
   /** The timeout, ms. */
   readonly t: number;
+  /** The submitter's trace context (W3C headers), if any. */
+  readonly c?: TaskOrigin;
 }
 
 /** The BullMQ prefix of a runner's queues: `<prefix>:tasks` (each queue's name is `{<executor>}`, a hash tag; see `keys.ts`). */
@@ -113,7 +116,7 @@ class QueueExecutor implements TaskExecutor {
     } catch (err) {
       throw new LeaseholdError(ErrorCodes.invalidTask, `task "${task.id}" on queue executor "${config.name}": its payload cannot be serialised as JSON: ${errorMessage(err)}`);
     }
-    const data: QueuedData = { p: json === undefined ? null : (JSON.parse(json) as unknown), t: opts.timeoutMs ?? task.timeoutMs ?? config.timeoutMs };
+    const data: QueuedData = { p: json === undefined ? null : (JSON.parse(json) as unknown), t: opts.timeoutMs ?? task.timeoutMs ?? config.timeoutMs, ...(task.origin ? { c: task.origin } : {}) };
     const attempts = opts.attempts ?? config.attempts;
     const job = await this.getQueue()
       .add(task.id, data, {
@@ -171,7 +174,8 @@ class QueueExecutor implements TaskExecutor {
         emitter: host.emitter,
         willRetry: () => job.attemptsMade + 1 < maxAttempts,
       },
-      (ctx) => Promise.resolve(task.run(data.p, ctx)),
+      (ctx) =>
+        withTaskHook(host.hooks, { task: task.id, taskId, executor: config.name, kind: config.kind, instanceId: host.instanceId, attempt: attemptNumber, origin: data.c }, () => Promise.resolve(task.run(data.p, ctx))),
     );
     this.running.set(taskId, { attempt, job, token });
     try {

@@ -7,6 +7,7 @@ import type { Logger } from '../logger.js';
 import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
 import { JOB_ID_PATTERN } from '../schedule/job.js';
 import { describe, parseDuration, type Duration } from '../schedule/duration.js';
+import type { TaskOrigin } from './hooks.js';
 
 /** What a task's handler receives beside its payload. */
 export interface TaskContext {
@@ -46,35 +47,7 @@ export interface TaskDefinition<P = unknown, R = unknown> {
   readonly run: TaskHandler<P, R>;
 }
 
-/** Options of a submission (`runner.submit(task, payload, options)`). */
-export interface SubmitOptions {
-  /** Start no earlier than this long from now. */
-  readonly delay?: Duration;
-  /**
-   * A deduplication id: while a task submitted with this id is waiting or running (and, on a
-   * queue executor, while it is kept), submitting the same id again returns the same task.
-   * It becomes the task's `ctx.taskId`.
-   */
-  readonly id?: string;
-  /** Queue executors: how many times to try the task in all (default: the executor's `attempts`). */
-  readonly attempts?: number;
-  /** Queue executors: the first wait before another attempt, doubled each time (default: the executor's `backoff`). */
-  readonly backoff?: Duration;
-  /** Abort the task after this long (default: the task's, else its executor's). */
-  readonly timeout?: Duration;
-}
-
-/** A submitted task. */
-export interface TaskHandle<R = unknown> {
-  /** The task's id (`ctx.taskId`). */
-  readonly id: string;
-  /**
-   * The task's result: resolves with the handler's value, rejects with its error (or a
-   * LeaseholdError for a timeout, cancel or shutdown). A task whose result is never asked for
-   * is fire-and-forget: its failure is logged and counted, never an unhandled rejection.
-   */
-  result(): Promise<R>;
-}
+export type { SubmitOptions, TaskHandle } from '../schedule/submit.js';
 
 /** A checked task definition. */
 export interface NormalizedTask {
@@ -85,6 +58,8 @@ export interface NormalizedTask {
   readonly run: TaskHandler;
   /** The definition it was made from. */
   readonly definition: object;
+  /** What this submission captured where it was made (set on a submission's copy only). */
+  readonly origin?: TaskOrigin;
 }
 
 /** The executor a task runs on when its definition names none. */

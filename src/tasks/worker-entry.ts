@@ -124,6 +124,7 @@ export default async function runInThread(req: ThreadRequest): Promise<ThreadAns
       get log(): Logger {
         return (log ??= portLogger(req, bindings));
       },
+      submit: (): Promise<never> => Promise.reject(new LeaseholdError(ErrorCodes.invalidTask, `${req.kind} "${req.id}": ctx.submit is not available on a worker thread; submit from a job or task on the event loop`)),
     };
     const value: unknown = req.kind === 'task' ? await found.run(req.payload, ctx) : await found.run(ctx);
     return { ok: true, value };

@@ -20,7 +20,8 @@
     ARGV[3j]   writer  string   id of the writing node's stats writer (instance id and a nonce)
     ARGV[3j+1] seq     integer  the batch's sequence number, increasing per writer
     ARGV[3j+2] batch   string   JSON object; every member is optional:
-                         init      boolean  create every field with zero or '' if absent
+                         init      boolean  create every field with zero or '' if absent (the
+                                            stats hash's only while it has no createdAt)
                          createdAt string   ISO; set once, when the stats hash is created
                          define    object   field -> string, set as given (scope, schedule ...)
                          incr      object   field -> integer, added to the stats hash
@@ -116,11 +117,17 @@ local function apply(statsKey, instancesKey, runsKey, batchesKey, writer, seq, b
     instPrefix = inst.id .. '.'
   end
 
+  -- Every node sends its init again each minute, so a hash deleted meanwhile is created again.
+  -- A stats hash that has its createdAt (set by an init alone, after the other fields) has had
+  -- every field created: one HEXISTS then, not a HSETNX per field, for each job and node (Redis
+  -- work that grew with the number of nodes). An instance's own row is its writer's alone.
   if batch.init == true then
-    for _, field in ipairs(COUNTERS) do redis.call('HSETNX', statsKey, field, '0') end
-    for _, field in ipairs(TEXTS) do redis.call('HSETNX', statsKey, field, '') end
-    if type(batch.createdAt) == 'string' then
-      redis.call('HSETNX', statsKey, 'createdAt', batch.createdAt)
+    if redis.call('HEXISTS', statsKey, 'createdAt') == 0 then
+      for _, field in ipairs(COUNTERS) do redis.call('HSETNX', statsKey, field, '0') end
+      for _, field in ipairs(TEXTS) do redis.call('HSETNX', statsKey, field, '') end
+      if type(batch.createdAt) == 'string' then
+        redis.call('HSETNX', statsKey, 'createdAt', batch.createdAt)
+      end
     end
     if instPrefix then
       for _, field in ipairs(INSTANCE_COUNTERS) do redis.call('HSETNX', instancesKey, instPrefix .. field, '0') end

@@ -85,7 +85,7 @@ store.on((e) => {
     document.getElementById('app')?.setAttribute('data-state', 'live');
   } else if (e.kind === 'changes') {
     const start = performance.now();
-    overview.update(e.ids, e.removed, e.instances);
+    overview.update(e.ids, e.removed, e.instances, e.executors);
     performance.measure('leasehold:update', { start, detail: e.ids.length });
     if (jobPage && (e.ids.includes(jobPage.id) || e.removed.includes(jobPage.id))) {
       jobPage.render();

@@ -1,11 +1,12 @@
 /**
  * The overview: a summary by state, a search and filters, every job as a row
- * (`data-job-id`), the live instances, and the place kept for the executors. Rows are
+ * (`data-job-id`), the live instances, and the executors of background tasks. Rows are
  * built once and replaced one by one when their job changes, so a thousand jobs render fast
  * and stay cheap to keep live.
  * @module
  */
 import { h, fill } from './dom.js';
+import { ExecutorsView } from './executors.js';
 import { duration } from './format.js';
 import { agoEl, countersLine, dueEl, jobHref, outcomeBadge, scheduleEl, stateBadge, stateText, STATES, timeText } from './parts.js';
 import type { Actions } from './actions.js';
@@ -31,11 +32,13 @@ export class Overview {
   private readonly empty = h('p', { class: 'muted', hidden: true }, 'No job matches.');
   private readonly instances = h('div', { class: 'table-wrap' });
   private readonly count = h('span', { class: 'muted' });
+  private readonly executors: ExecutorsView;
 
   constructor(
     private readonly store: Store,
     private readonly actions: Actions,
   ) {
+    this.executors = new ExecutorsView(store);
     const filter = (): void => this.filterAll();
     this.search.addEventListener('input', filter);
     this.stateFilter.addEventListener('change', filter);
@@ -62,12 +65,7 @@ export class Overview {
         this.empty,
       ),
       h('section', { 'aria-labelledby': 'instances-h' }, h('h2', { id: 'instances-h' }, 'Instances'), this.instances),
-      h(
-        'section',
-        { 'aria-labelledby': 'executors-h', class: 'placeholder', 'data-placeholder': 'executors' },
-        h('h2', { id: 'executors-h' }, 'Executors'),
-        h('p', { class: 'muted' }, 'Background-task executors and their queue depth will be listed here once background tasks are part of leasehold. Nothing is shown until then.'),
-      ),
+      this.executors.el,
     );
   }
 
@@ -91,11 +89,12 @@ export class Overview {
     }
     this.tbody.replaceChildren(frag);
     this.renderInstances();
+    this.executors.render();
     this.filterAll();
   }
 
   /** Replaces the rows of the jobs that changed, adds new ones in order, drops the removed. */
-  update(ids: readonly string[], removed: readonly string[], instances: boolean): void {
+  update(ids: readonly string[], removed: readonly string[], instances: boolean, executors: boolean): void {
     for (const id of removed) {
       this.rows.get(id)?.remove();
       this.rows.delete(id);
@@ -122,6 +121,7 @@ export class Overview {
       this.rows.set(id, row);
     }
     if (instances) this.renderInstances();
+    if (executors) this.executors.render();
     this.renderSummary();
   }
 

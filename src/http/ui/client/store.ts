@@ -5,7 +5,7 @@
  * shutting down answers 503) it gives up, so the page opens a new one itself, backing off.
  * @module
  */
-import type { Access, Changes, ClusterStatus, InstanceStatus, JobStatus } from './types.js';
+import type { Access, Changes, ExecutorRow, InstanceStatus, JobStatus, Snapshot } from './types.js';
 
 /** The routes' folder (`/manage/`, or `/<prefix>/manage/` behind a path prefix), from the script's own URL. */
 const BASE = new URL('../', import.meta.url);
@@ -21,9 +21,17 @@ export type Connection = 'connecting' | 'live' | 'reconnecting';
 /** What changed, for the views. */
 export type StoreEvent =
   | { readonly kind: 'snapshot' }
-  | { readonly kind: 'changes'; readonly ids: readonly string[]; readonly removed: readonly string[]; readonly instances: boolean }
+  | { readonly kind: 'changes'; readonly ids: readonly string[]; readonly removed: readonly string[]; readonly instances: boolean; readonly executors: boolean }
   | { readonly kind: 'connection' }
   | { readonly kind: 'access' };
+
+/** A queue that rose at this many changes in a row (without falling) is growing. */
+export const GROWING_RISES = 2;
+
+/** An executor's row's key: its name, and its node for a loop or worker executor. */
+export function executorKey(e: ExecutorRow): string {
+  return `${e.name}\u0000${e.instanceId ?? ''}`;
+}
 
 /** The page's data. */
 export class Store {
@@ -31,6 +39,10 @@ export class Store {
   /** When each held lease ends, on the cluster's clock (epoch ms): its TTL counted from the read that saw it. */
   readonly leaseEnds = new Map<string, number>();
   instances: InstanceStatus[] = [];
+  /** The executors of background tasks, as the node last sent them. */
+  executors: ExecutorRow[] = [];
+  /** Per executor row: its last queue depth and how many times in a row it rose. */
+  private readonly depths = new Map<string, { queued: number; rises: number }>();
   /** The status's time (Redis's) minus this browser's, in ms: countdowns run on the cluster's clock. */
   skewMs = 0;
   connection: Connection = 'connecting';
@@ -66,6 +78,32 @@ export class Store {
     const ttl = job.lease?.ttlMs;
     if (ttl === null || ttl === undefined) this.leaseEnds.delete(job.id);
     else this.leaseEnds.set(job.id, readAt + ttl);
+  }
+
+  /**
+   * Keeps the executors, following each queue's depth: a depth that rose at each of its last
+   * {@link GROWING_RISES} changes, without falling, is growing (until it falls).
+   */
+  setExecutors(rows: readonly ExecutorRow[]): void {
+    this.executors = [...rows];
+    const keys = new Set<string>();
+    for (const e of rows) {
+      const key = executorKey(e);
+      keys.add(key);
+      const d = this.depths.get(key);
+      if (!d) this.depths.set(key, { queued: e.queued, rises: 0 });
+      else {
+        if (e.queued > d.queued) d.rises++;
+        else if (e.queued < d.queued) d.rises = 0;
+        d.queued = e.queued;
+      }
+    }
+    for (const key of [...this.depths.keys()]) if (!keys.has(key)) this.depths.delete(key);
+  }
+
+  /** Whether an executor's queue keeps growing. */
+  growing(e: ExecutorRow): boolean {
+    return e.queued > 0 && (this.depths.get(executorKey(e))?.rises ?? 0) >= GROWING_RISES;
   }
 
   /** Opens the live connection and reads what the node allows. */
@@ -105,13 +143,14 @@ export class Store {
       this.setConnection('live');
     });
     es.addEventListener('snapshot', (e) => {
-      const status = JSON.parse((e as MessageEvent<string>).data) as ClusterStatus;
+      const status = JSON.parse((e as MessageEvent<string>).data) as Snapshot;
       this.clock(status.generatedAt);
       this.jobs.clear();
       this.leaseEnds.clear();
       const at = Date.parse(status.generatedAt);
       for (const j of status.jobs) this.put(j, at);
       this.instances = status.instances;
+      this.setExecutors(status.executors ?? []);
       this.loaded = true;
       this.setConnection('live');
       this.emit({ kind: 'snapshot' });
@@ -126,7 +165,8 @@ export class Store {
         this.leaseEnds.delete(id);
       }
       if (c.instances) this.instances = c.instances;
-      this.emit({ kind: 'changes', ids: c.jobs.map((j) => j.id), removed: c.removed, instances: c.instances !== undefined });
+      if (c.executors) this.setExecutors(c.executors);
+      this.emit({ kind: 'changes', ids: c.jobs.map((j) => j.id), removed: c.removed, instances: c.instances !== undefined, executors: c.executors !== undefined });
     });
     es.addEventListener('problem', (e) => {
       const p = JSON.parse((e as MessageEvent<string>).data) as { message: string | null };

@@ -13,12 +13,36 @@ export interface Access {
   readonly metricsProtected: boolean;
 }
 
+/**
+ * One executor of background tasks as `GET /manage/executors` lists it: a row per node for a
+ * `loop` or `worker` executor, one row for a `queue` executor (its figures are the cluster's).
+ */
+export interface ExecutorRow {
+  readonly name: string;
+  readonly kind: string;
+  /** The node of a loop or worker executor's row; absent for a queue. */
+  readonly instanceId?: string;
+  readonly concurrency: number;
+  readonly active: number;
+  /** Tasks waiting: the queue depth. */
+  readonly queued: number;
+  readonly succeeded: number;
+  readonly failed: number;
+  readonly timedOut: number;
+  readonly cancelled: number;
+  readonly interrupted: number;
+}
+
+/** The `snapshot` event of `GET /manage/events`. */
+export type Snapshot = import('../../../status/model.js').ClusterStatus & { readonly executors?: ExecutorRow[] };
+
 /** The `changes` event of `GET /manage/events`. */
 export interface Changes {
   readonly generatedAt: string;
   readonly jobs: import('../../../status/model.js').JobStatus[];
   readonly removed: string[];
   readonly instances?: import('../../../status/model.js').InstanceStatus[];
+  readonly executors?: ExecutorRow[];
 }
 
 /** An admin action of the page. */
