@@ -6,11 +6,17 @@
  * @module
  */
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { bearerChecker, readAccess, type AuthDecision } from '../http/auth.js';
 import { NODE_HEADER, type ExecutorsSource } from '../http/plugin.js';
 import type { ManageApi } from '../status/api.js';
-import { createMcpServer } from './tools.js';
+
+/**
+ * The MCP SDK and the tools, loaded with the first request: a node that is never asked pays
+ * neither their start-up time nor their memory (about 20 MB with zod).
+ */
+let sdk: Promise<{ createMcpServer: typeof import('./tools.js').createMcpServer; Transport: typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js').StreamableHTTPServerTransport }> | undefined;
+const loadSdk = (): NonNullable<typeof sdk> =>
+  (sdk ??= Promise.all([import('./tools.js'), import('@modelcontextprotocol/sdk/server/streamableHttp.js')]).then(([tools, http]) => ({ createMcpServer: tools.createMcpServer, Transport: http.StreamableHTTPServerTransport })));
 
 /** Options of {@link mcpRoutes}. */
 export interface McpRoutesOptions {
@@ -54,8 +60,9 @@ export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, opts)
     if (!read.ok) {
       return reply.code(read.status).header('www-authenticate', 'Bearer').send(rpcError(read.message));
     }
+    const { createMcpServer, Transport } = await loadSdk();
     const server = createMcpServer({ api: opts.api, refuseMutation: mutationRefusal(adminCheck(authorization), adminConfigured), now: opts.now, version: opts.version, ...(opts.executors ? { executors: opts.executors } : {}) });
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const transport = new Transport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     reply.raw.setHeader(NODE_HEADER, opts.instanceId);
     reply.hijack();
     reply.raw.on('close', () => {

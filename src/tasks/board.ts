@@ -7,7 +7,7 @@
 import { every, type Repeating, type Timers } from '../clock.js';
 import type { Logger } from '../logger.js';
 import { createRedis, whenReady, type RedisClient } from '../redis/connection.js';
-import { queueCounts, type QueueRedis } from './queue.js';
+import type { QueueRedis } from './queue.js';
 import type { ExecutorStats } from './executor.js';
 
 /** How often a node writes its figures, ms. */
@@ -106,6 +106,8 @@ export async function mergeQueues(redis: RedisClient, prefix: string, rows: Exec
   const byName = new Map<string, ExecutorStats[]>();
   for (const r of rows) if (r.kind === 'queue') byName.set(r.name, [...(byName.get(r.name) ?? []), r]);
   for (const [name, list] of byName) {
+    // BullMQ is loaded only where a queue executor is configured.
+    const { queueCounts } = await import('./queue.js');
     const counts = await queueCounts(redis, prefix, name).catch(() => undefined);
     const sum = (f: 'timedOut' | 'cancelled' | 'interrupted'): number => list.reduce((n, r) => n + r[f], 0);
     const first = list[0];

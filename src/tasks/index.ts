@@ -18,7 +18,7 @@ export { defineTask, DEFAULT_EXECUTOR, type TaskDefinition, type TaskContext, ty
 export { ExecutorKinds, EXECUTOR_ENV_DOCS, resolveExecutors, type ExecutorConfig, type ExecutorKind, type ResolvedExecutor } from './config.js';
 export type { ExecutorStats } from './executor.js';
 export { ExecutorBoard, mergeQueues, readBoard } from './board.js';
-export { queueExecutor } from './queue.js';
+export { queueExecutor } from './lazy-queue.js';
 export { withThread } from './jobs.js';
 export type { TaskHooks, TaskHook, TaskOrigin, TaskStart } from './hooks.js';
 
