@@ -63,8 +63,11 @@ function alive(pid: number): boolean {
   }
 }
 
-test('npm start killed with SIGTERM: the node notices its parent is gone and stops, with its private redis-server', async () => {
+test('npm start killed with SIGTERM: the node notices its parent is gone and stops, with its private redis-server', async (t) => {
   const npm = spawn('npm', ['start', '--silent'], { cwd: ROOT, env: { ...process.env, REDIS_URL: '', PORT: '0', LOG_LEVEL: 'info', LOG_FORMAT: 'json' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  t.after(() => {
+    if (npm.exitCode === null) npm.kill('SIGKILL');
+  });
   let out = '';
   npm.stdout.on('data', (d: Buffer) => (out += d.toString()));
   const lines = (): Array<Record<string, unknown>> => out.split('\n').flatMap((l) => { try { return [JSON.parse(l) as Record<string, unknown>]; } catch { return []; } });
@@ -107,7 +110,7 @@ after(async () => {
   await redis.stop();
 });
 
-test('the fastify embedding example serves the app and the runner, and shuts both down on SIGTERM', async () => {
+test('the fastify embedding example serves the app and the runner, and shuts both down on SIGTERM', async (t) => {
   const port = 30_000 + Math.floor(Math.random() * 20_000);
   const child = spawn(process.execPath, ['--import', 'tsx', 'examples/embed-fastify.ts'], {
     cwd: ROOT,
@@ -115,8 +118,12 @@ test('the fastify embedding example serves the app and the runner, and shuts bot
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<number | null>((r) => child.on('exit', r));
+  // A failed check must not leave the example running: the test file would never end.
+  t.after(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
   let body: { jobs: Array<{ id: string }> } | undefined;
-  for (let i = 0; i < 60 && !body; i++) {
+  for (let i = 0; i < 120 && !body; i++) {
     await sleep(250);
     body = await fetch(`http://127.0.0.1:${port}/manage/jobs`).then((r) => (r.ok ? (r.json() as Promise<{ jobs: Array<{ id: string }> }>) : undefined), () => undefined);
   }
