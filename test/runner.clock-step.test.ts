@@ -87,3 +87,20 @@ test('the detector tells a step from drift and from a late timer', () => {
   assert.equal(d.observe(31_400 - HOUR, 30_060), -HOUR - 10);
   assert.equal(d.observe(31_410 - HOUR + 5_000, 30_070), 5_000);
 });
+
+test('stepped forward during a fixedDelay run: the next start is the delay after the end, not an hour later', async () => {
+  const { clock, runner, startedMono } = setup();
+  let finish: (() => void) | undefined;
+  runner.add({ id: 'delay', fixedDelay: '1s', run: () => (startedMono.length === 1 ? new Promise<void>((r) => (finish = r)) : undefined) });
+  await runner.start();
+  await clock.advance(100);
+  assert.equal(startedMono.length, 1, 'the first run started and waits');
+  clock.step(HOUR);
+  // The run ends before any timer wakes: its next start is planned off the stepped clock.
+  finish?.();
+  await new Promise((r) => setImmediate(r));
+  await clock.advance(5_000);
+  const gaps = startedMono.slice(1).map(([, at], i) => at - (startedMono[i]?.[1] ?? 0));
+  assert.ok(startedMono.length >= 4, `the job went on after the step: ${startedMono.length} starts, gaps ${gaps.join(',')}`);
+  await runner.stop();
+});

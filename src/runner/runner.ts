@@ -300,7 +300,12 @@ export class RunnerCore implements TimetableHost, ClaimHost {
       const current = slot.effective?.trigger;
       // fixedDelay: the next start is the delay after this end (for an installation job the
       // claim compares it with the cluster's due time kept in Redis).
-      if (this.status === 'running' && current?.kind === 'fixedDelay') this.timetable.tick(slot, this.now() + current.intervalMs);
+      if (this.status === 'running' && current?.kind === 'fixedDelay') {
+        // A step since the last wake is taken in first: a delay planned from the new time
+        // and then shifted by the step again would wait the step out (an hour, say).
+        this.beforeWake();
+        this.timetable.tick(slot, this.now() + current.intervalMs);
+      }
     });
   }
 }
