@@ -7,8 +7,8 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import { Queue, QueueEvents, UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
-import { waitAtMost } from '../clock.js';
+import { Job, Queue, QueueEvents, UnrecoverableError, WaitingError, Worker } from 'bullmq';
+import { sleep, waitAtMost } from '../clock.js';
 import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
 import type { RedisTarget } from '../redis/target.js';
 import { createRedis, type RedisClient } from '../redis/connection.js';
@@ -20,6 +20,9 @@ import { Counters, type ExecutorStats, type TaskExecutor } from './executor.js';
 import type { ExecutorHost } from './local.js';
 import { withTaskHook, type TaskOrigin } from './hooks.js';
 import type { NormalizedSubmit, NormalizedTask, TaskHandle } from './task.js';
+
+/** How often a result still awaited is read off the queue, besides the queue's events, ms. */
+const RESULT_READ_MS = 10_000;
 
 /** Where the queues' Redis is: the runner's own target or client. */
 export type QueueRedis = { readonly target: RedisTarget } | { readonly client: RedisClient };
@@ -136,11 +139,32 @@ class QueueExecutor implements TaskExecutor {
     return { id, result: () => this.result(job) };
   }
 
-  /** Waits for a task to finish, on any node. */
+  /**
+   * Waits for a task to finish, on any node: told by the queue's events, and read off the queue
+   * every ten seconds besides, so that an event missed (seen on a loaded machine after a node
+   * died mid-task) cannot leave a caller waiting for good.
+   */
   private result(job: Job): Promise<never> {
     this.events ??= new QueueEvents(this.queueName, { connection: this.connection(), prefix: queuePrefix(this.prefix) });
     const events = this.events;
-    return events.waitUntilReady().then(() => job.waitUntilFinished(events)) as Promise<never>;
+    const told = events.waitUntilReady().then(() => job.waitUntilFinished(events));
+    let settled = false;
+    const read = this.readResult(job.id ?? '', () => settled);
+    return Promise.race([told, read]).finally(() => {
+      settled = true;
+    }) as Promise<never>;
+  }
+
+  /** Reads a task's outcome off the queue every ten seconds until it is finished, or `done()`. */
+  private async readResult(id: string, done: () => boolean): Promise<unknown> {
+    for (;;) {
+      await sleep(this.host.clock, RESULT_READ_MS);
+      if (done() || !this.accepting) return new Promise<never>(() => undefined);
+      const found = await Job.fromId(this.getQueue(), id).catch(() => undefined);
+      const state = await found?.getState().catch(() => undefined);
+      if (state === 'completed') return found?.returnvalue;
+      if (state === 'failed') throw new Error(found?.failedReason ?? 'failed');
+    }
   }
 
   /** Runs one task off the queue. */
