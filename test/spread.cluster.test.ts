@@ -12,6 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { startRedis, type TestRedis } from './helpers/redis.js';
 import { spawnLeasehold, type NodeProc } from './helpers/node.js';
 import { readRuns, duplicateTicks } from './helpers/runs.js';
+import { rendezvousOrder } from '../src/status/spread.js';
 
 let redis: TestRedis;
 const dir = mkdtempSync(join(tmpdir(), 'leasehold-spread-'));
@@ -54,8 +55,12 @@ test('three nodes: the ticks spread over all three, each once, and the losers of
     const window = lines.filter((l) => l.job === job && l.ev === 'start' && l.tick >= from && l.tick <= to);
     const ran = new Set(window.map((l) => l.tick));
     assert.deepEqual(ticksIn(from + 1_000, to - 1_000).filter((t) => !ran.has(t)), [], `${job}: every tick ran`);
-    const share = ['a', 'b', 'c'].map((id) => window.filter((l) => l.inst === id).length / window.length);
-    for (const s of share) assert.ok(s > 0.1, `${job}: each node runs a share of the ticks (${share.map((x) => x.toFixed(2)).join(', ')})`);
+    // Which node ranks first for a tick is the hash's to say (a node may by chance rank first for
+    // none of a dozen ticks): each tick runs on the node every node ranks first, bar a late one
+    // handed to its backup.
+    const first = (tick: number): string | undefined => ['a', 'b', 'c'].find((id) => rendezvousOrder(id, () => ['a', 'b', 'c']).place(job, tick) === 0);
+    const onFirst = window.filter((l) => l.inst === first(l.tick)).length;
+    assert.ok(onFirst >= window.length * 0.8, `${job}: ${onFirst} of ${window.length} ticks ran on their first-ranked node`);
   }
   // Before, the two nodes that lost each tick counted a claimed skip: about 2 a tick.
   assert.ok(skipped <= 2, `claimed skips in 12 s: ${skipped}`);
