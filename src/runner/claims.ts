@@ -85,6 +85,8 @@ export class Claims {
       // Stopping (or the job was removed): no run begins here, and the tick is handed back so
       // another node may still run it within its grace (the next claim counts it missed if none does).
       if (result.kind === 'claimed') await result.lease.release(undefined, true).catch(() => false);
+      // A skip the claim already counted in Redis is told all the same, so the node's own figures agree.
+      else if (result.kind === 'done' && result.counted && !catchUp && !backup && mode !== 'pause' && mode !== 'manual') host.skip(slot, 'claimed', tick, host.now(), true);
       return;
     }
     const now = host.now();
