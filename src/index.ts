@@ -58,7 +58,7 @@ export { JobThreads, type JobThread } from './schedule/job.js';
 export type { SubmitTask, TaskReference } from './schedule/submit.js';
 
 // Running them
-export { createRunner, type Runner, type RunnerOptions, type MetricsRegistry } from './create.js';
+export { createRunner, type Runner, type RunnerOptions, type MetricsRegistry } from './create/index.js';
 export type { JobInfo } from './runner/runner.js';
 export type { Clock, TimerHandle } from './clock.js';
 export type { RedisClient } from './redis/connection.js';

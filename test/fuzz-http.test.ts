@@ -14,7 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type InjectOptions } from 'fastify';
 import type { Redis } from 'ioredis';
-import { createRunner, type Runner } from '../src/create.js';
+import { createRunner, type Runner } from '../src/create/index.js';
 import { memoryLogger } from './helpers/log.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
 

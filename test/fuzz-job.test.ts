@@ -15,7 +15,7 @@ import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { pino } from 'pino';
 import { LeaseholdError, isLeaseholdError } from '../src/errors.js';
-import { createRunner } from '../src/create.js';
+import { createRunner } from '../src/create/index.js';
 import { formatDuration, parseDuration } from '../src/schedule/duration.js';
 import { defineJob, fromEnv, normalizeJob, type JobDefinition } from '../src/schedule/job.js';
 import { resolveSchedule } from '../src/schedule/trigger.js';

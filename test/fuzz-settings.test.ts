@@ -20,7 +20,7 @@ import fc from 'fast-check';
 import type { Redis } from 'ioredis';
 import { parseCron } from '../src/cron/index.js';
 import type { Coordinator, HeldLease } from '../src/lease/port.js';
-import { createRunner, type Runner } from '../src/create.js';
+import { createRunner, type Runner } from '../src/create/index.js';
 import { RunnerCore } from '../src/runner/runner.js';
 import { parseDuration } from '../src/schedule/duration.js';
 import type { JobStatus } from '../src/status/model.js';

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type InjectOptions } from 'fastify';
 import { RunnerCore } from '../src/runner/runner.js';
-import { attachStatus, createRunner, type AttachedStatus } from '../src/create.js';
+import { attachStatus, createRunner, type AttachedStatus } from '../src/create/index.js';
 import { memoryLogger } from './helpers/log.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
 

@@ -11,7 +11,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { keys as keyNames } from '../src/redis/keys.js';
 import { RunnerCore } from '../src/runner/runner.js';
-import { attachStatus, type AttachedStatus as StatusLayer } from '../src/create.js';
+import { attachStatus, type AttachedStatus as StatusLayer } from '../src/create/index.js';
 import type { ClusterStatus, JobDetail } from '../src/status/model.js';
 import { memoryLogger } from './helpers/log.js';
 import { freePort, startRedis, type TestRedis } from './helpers/redis.js';

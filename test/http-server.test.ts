@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { RunnerCore } from '../src/runner/runner.js';
-import { attachStatus } from '../src/create.js';
+import { attachStatus } from '../src/create/index.js';
 import { startHttpServer } from '../src/http/server.js';
 import { memoryLogger } from './helpers/log.js';
 import { ROOT } from './helpers/node.js';

@@ -12,7 +12,7 @@ import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { RunnerCore } from '../src/runner/runner.js';
-import { attachStatus, createRunner, type AttachedStatus } from '../src/create.js';
+import { attachStatus, createRunner, type AttachedStatus } from '../src/create/index.js';
 import { localRoutes } from '../src/http/local.js';
 import { isLeaseholdError } from '../src/errors.js';
 import { readConfig } from '../src/cli/config.js';

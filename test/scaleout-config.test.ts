@@ -10,7 +10,7 @@ import { isLeaseholdError } from '../src/errors.js';
 import { createRedis } from '../src/redis/connection.js';
 import { describeTarget, parseNodeList, splitList } from '../src/redis/target.js';
 import { pipelined, slotKey } from '../src/redis/pipeline.js';
-import { resolveRunnerOptions } from '../src/create.js';
+import { resolveRunnerOptions } from '../src/create/index.js';
 import { runStatus } from '../src/cli/status.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
 

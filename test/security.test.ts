@@ -25,7 +25,7 @@ import type { Redis } from 'ioredis';
 import { readConfig } from '../src/cli/config.js';
 import { isLeaseholdError } from '../src/errors.js';
 import { bearerChecker } from '../src/http/auth.js';
-import { createRunner } from '../src/create.js';
+import { createRunner } from '../src/create/index.js';
 import { memoryLogger } from './helpers/log.js';
 import { runLeasehold, spawnLeasehold, type NodeProc } from './helpers/node.js';
 import { freePort, startRedis, type TestRedis } from './helpers/redis.js';

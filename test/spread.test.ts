@@ -15,7 +15,7 @@ import type { ClaimOrder } from '../src/runner/order.js';
 import { redisCoordinator } from '../src/lease/redis-coordinator.js';
 import { createRedis } from '../src/redis/connection.js';
 import { rendezvousOrder } from '../src/status/spread.js';
-import { attachStatus, type AttachedStatus } from '../src/create.js';
+import { attachStatus, type AttachedStatus } from '../src/create/index.js';
 import { memoryLogger } from './helpers/log.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
 

@@ -12,7 +12,7 @@ import { keys as keyNames } from '../src/redis/keys.js';
 import { RunnerCore } from '../src/runner/runner.js';
 import { redisCoordinator } from '../src/lease/redis-coordinator.js';
 import { createRedis } from '../src/redis/connection.js';
-import { attachStatus, type AttachedStatus } from '../src/create.js';
+import { attachStatus, type AttachedStatus } from '../src/create/index.js';
 import { ManualClock } from './helpers/clock.js';
 import { memoryLogger } from './helpers/log.js';
 import { until } from './helpers/wait.js';

@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import Fastify from 'fastify';
 import { runStatus, renderStatus } from '../src/cli/status.js';
 import { RunnerCore } from '../src/runner/runner.js';
-import { attachStatus, type AttachedStatus as StatusLayer } from '../src/create.js';
+import { attachStatus, type AttachedStatus as StatusLayer } from '../src/create/index.js';
 import type { ClusterStatus } from '../src/status/model.js';
 import { memoryLogger } from './helpers/log.js';
 import { runLeasehold } from './helpers/node.js';

@@ -11,7 +11,7 @@ import { keys as keyNames } from '../src/redis/keys.js';
 import { redisCoordinator } from '../src/lease/redis-coordinator.js';
 import type { RunEndedEvent, SkippedEvent } from '../src/runner/events.js';
 import { RunnerCore } from '../src/runner/runner.js';
-import { attachStatus, type AttachedStatus as StatusLayer } from '../src/create.js';
+import { attachStatus, type AttachedStatus as StatusLayer } from '../src/create/index.js';
 import type { ClusterStatus } from '../src/status/model.js';
 import { memoryLogger } from './helpers/log.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';

@@ -11,7 +11,7 @@ import type { Redis } from 'ioredis';
 import { keys as keyNames } from '../src/redis/keys.js';
 import type { RunStartedEvent } from '../src/runner/events.js';
 import { RunnerCore } from '../src/runner/runner.js';
-import { attachStatus, type AttachedStatus as StatusLayer } from '../src/create.js';
+import { attachStatus, type AttachedStatus as StatusLayer } from '../src/create/index.js';
 import { memoryLogger } from './helpers/log.js';
 import { until } from './helpers/wait.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';

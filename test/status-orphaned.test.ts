@@ -9,7 +9,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { createRunner, type RunEndedEvent, type RunStartedEvent } from '../src/index.js';
 import { RunnerCore } from '../src/runner/runner.js';
-import { attachStatus, type AttachedStatus } from '../src/create.js';
+import { attachStatus, type AttachedStatus } from '../src/create/index.js';
 import { keys as keyNames } from '../src/redis/keys.js';
 import type { ClusterStatus } from '../src/status/model.js';
 import { ManualClock, deferred } from './helpers/clock.js';

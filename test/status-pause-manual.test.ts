@@ -14,7 +14,7 @@ import { claimScript } from '../src/redis/scripts.js';
 import { RunnerCore } from '../src/runner/runner.js';
 import { redisCoordinator } from '../src/lease/redis-coordinator.js';
 import { createRedis } from '../src/redis/connection.js';
-import { attachStatus, type AttachedStatus } from '../src/create.js';
+import { attachStatus, type AttachedStatus } from '../src/create/index.js';
 import { memoryLogger } from './helpers/log.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
 import { until } from './helpers/wait.js';

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { RunnerCore } from '../src/runner/runner.js';
-import { attachStatus } from '../src/create.js';
+import { attachStatus } from '../src/create/index.js';
 import { readConfig } from '../src/cli/config.js';
 import { keys as keyNames } from '../src/redis/keys.js';
 import { memoryLogger } from './helpers/log.js';

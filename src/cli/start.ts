@@ -8,7 +8,7 @@ import { ErrorCodes, LeaseholdError, errorMessage, isLeaseholdError } from '../e
 import { createLogger, logFormat } from '../log/logger.js';
 import { checkJobs, normalizeJobs, type JobDefinition } from '../schedule/job.js';
 import { bindTask, expandExport } from '../decorators/register.js';
-import { createRunner, type RunnerOptions } from '../create.js';
+import { createRunner, type RunnerOptions } from '../create/index.js';
 import type { TaskDefinition } from '../tasks/index.js';
 import { CONFIG, helpOption, readConfig } from './config.js';
 import type { CommandHelp } from './help.js';
