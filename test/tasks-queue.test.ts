@@ -160,3 +160,18 @@ test('in one process: attempts with backoff, a task no node registered kept as f
   await r3.stop();
   await assert.rejects(r3.submit(slow, null), (err: unknown) => isLeaseholdError(err, 'shutdown'));
 });
+
+test('a result still awaited when the node stops rejects with code shutdown, and the task stays on the queue', async () => {
+  const log = memoryLogger('info');
+  const runner = createRunner({ redisUrl: redis.url, prefix: 'q5', instanceId: 'waiter', logger: log.logger, shutdownGrace: '100ms', executors: { later: { kind: 'queue' } } });
+  // Submitted as a definition and registered on no node: nobody runs it.
+  const nobody = defineTask({ id: 'run-by-nobody', executor: 'later', run: () => 1 });
+  await runner.start();
+  const handle = await runner.submit(nobody, null, { id: 'kept-1' });
+  const rejected = assert.rejects(handle.result(), (err: unknown) => isLeaseholdError(err, 'shutdown') && /stopped before the task's result came/.test((err as Error).message));
+  await runner.stop();
+  await rejected;
+  const client = redis.client();
+  assert.equal(await client.exists('q5:tasks:{later}:kept-1'), 1, 'the task is still queued');
+  await client.quit();
+});

@@ -65,6 +65,8 @@ class QueueExecutor implements TaskExecutor {
   private events: QueueEvents | undefined;
   private readonly connections: RedisClient[] = [];
   private readonly running = new Map<string, { attempt: TaskAttempt; job: Job; token: string | undefined }>();
+  /** How to end each result still awaited, at stop. */
+  private readonly waiting = new Set<(err: Error) => void>();
   private readonly counters = new Counters();
   private accepting = true;
   private readonly queueName: string;
@@ -150,8 +152,12 @@ class QueueExecutor implements TaskExecutor {
     const told = events.waitUntilReady().then(() => job.waitUntilFinished(events));
     let settled = false;
     const read = this.readResult(job.id ?? '', () => settled);
-    return Promise.race([told, read]).finally(() => {
+    let stop: ((err: Error) => void) | undefined;
+    const stopped = new Promise<never>((_, reject) => (stop = reject));
+    if (stop) this.waiting.add(stop);
+    return Promise.race([told, read, stopped]).finally(() => {
       settled = true;
+      if (stop) this.waiting.delete(stop);
     }) as Promise<never>;
   }
 
@@ -272,6 +278,8 @@ class QueueExecutor implements TaskExecutor {
     await waitAtMost(clock, closing, 2_000);
     // Bounded: with Redis away, a close or a QUIT would wait for it (these connections queue).
     await waitAtMost(clock, Promise.allSettled([this.events?.close(), this.queue?.close()]), 2_000);
+    // A result still awaited here would never come: its events and reads end with the executor.
+    for (const stop of this.waiting) stop(new LeaseholdError(ErrorCodes.shutdown, `executor "${this.config.name}" stopped before the task's result came; it stays on the queue and its result can be read again by id`));
     await waitAtMost(clock, Promise.allSettled(this.connections.map((c) => c.quit())), 1_000);
     for (const c of this.connections) c.disconnect();
     return left.length;
