@@ -88,7 +88,8 @@ test('three nodes: every cron and fixedRate tick runs exactly once, fixedDelay w
     assert.ok(gap >= 690, `fixedDelay: start ${gap} ms after the previous end (${prev.inst} → ${(starts[i] as RunLine).inst})`);
     assert.ok(gap < 1_700, `fixedDelay: not much later than the delay: ${gap} ms`);
   }
-  assert.ok(new Set(starts.map((s) => s.inst)).size >= 2, 'fixedDelay runs move between nodes');
+  // A fixedDelay job has no shared tick: its claims rank by the job alone, so its runs stay on
+  // one node while that node lives (the spread tests kill it and watch the runs move on).
 });
 
 const FAKETIME_LIB = ['/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1', '/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1'].find((p) => existsSync(p));

@@ -24,9 +24,9 @@ after(async () => {
   await redis.stop();
 });
 
-function node(prefix: string, id: string, runLog: string): NodeProc {
+function node(prefix: string, id: string, runLog: string, jobs = 'cron-1s,fast-0ms'): NodeProc {
   return spawnLeasehold(['start', '--jobs', 'test/fixtures/jobs-cluster.mjs', '--port', '0'], {
-    REDIS_URL: redis.url, LEASEHOLD_PREFIX: prefix, LEASEHOLD_INSTANCE_ID: id, RUN_LOG: runLog, ONLY_JOBS: 'cron-1s,fast-0ms', LEASEHOLD_SHUTDOWN_GRACE: '1s', LOG_LEVEL: 'info',
+    REDIS_URL: redis.url, LEASEHOLD_PREFIX: prefix, LEASEHOLD_INSTANCE_ID: id, RUN_LOG: runLog, ONLY_JOBS: jobs, LEASEHOLD_SHUTDOWN_GRACE: '1s', LOG_LEVEL: 'info',
   });
 }
 const started = (p: NodeProc) => p.waitFor((l) => l['msg'] === 'leasehold runner started', 15_000);
@@ -89,6 +89,34 @@ test('kill -9 of a node: its ticks start a hand-off delay late on the backup unt
     for (const l of after) assert.ok(l.t - l.tick < 1_000, `${job}: ${new Date(l.tick).toISOString()} started ${l.t - l.tick} ms late on ${l.inst}`);
     assert.ok(after.every((l) => l.inst !== 'a'));
   }
+});
+
+test('a fixedDelay job stays on the node ranked first for it, and moves to another when that node is killed', async () => {
+  const prefix = `s${++seq}`;
+  const runLog = join(dir, `${prefix}.jsonl`);
+  const ids = ['a', 'b', 'c'];
+  const nodes = ids.map((id) => node(prefix, id, runLog, 'delay-700ms'));
+  await Promise.all(nodes.map(started));
+  await sleep(7_000);
+  const owner = ids.find((id) => rendezvousOrder(id, () => ids).place('delay-700ms', undefined) === 0) as string;
+  const from = Date.now();
+  await sleep(6_000);
+  const killedAt = Date.now();
+  nodes[ids.indexOf(owner)]?.kill('SIGKILL');
+  await sleep(14_000);
+  const to = Date.now();
+  for (const p of nodes) if (p.child.exitCode === null) p.kill('SIGTERM');
+  await Promise.all(nodes.map((p) => p.exited));
+  const starts = readRuns(runLog).filter((l) => l.job === 'delay-700ms' && l.ev === 'start');
+  assert.deepEqual(duplicateTicks(readRuns(runLog), 'delay-700ms'), []);
+  const before = starts.filter((l) => l.t >= from && l.t < killedAt);
+  assert.ok(before.length >= 5, `ran ${before.length} times before the kill`);
+  const onOwner = before.filter((l) => l.inst === owner).length;
+  assert.ok(onOwner >= before.length - 1, `${onOwner} of ${before.length} runs on ${owner}, the node ranked first`);
+  // A run the dead node held keeps its 5 s lease; the job runs on after it, elsewhere.
+  const after = starts.filter((l) => l.t > killedAt + 6_000 && l.t <= to);
+  assert.ok(after.length >= 7, `ran ${after.length} times in the 8 s after the dead node's lease`);
+  assert.ok(after.every((l) => l.inst !== owner));
 });
 
 test('a node joining and leaving every few seconds: every tick runs once', async () => {

@@ -105,8 +105,9 @@ export class Claims {
         return;
       case 'done':
         // A paused tick another node marked, or a run now another node took: nothing here.
-        if (mode === 'pause' || mode === 'manual' || backup) return;
-        if (!catchUp) host.skip(slot, 'claimed', tick, now, result.counted);
+        if (mode === 'pause' || mode === 'manual') return;
+        // A backup finding the tick taken is no skip; a fixedDelay backup still plans its next try.
+        if (!catchUp && !backup) host.skip(slot, 'claimed', tick, now, result.counted);
         if (mode === 'delay') host.timetable.tick(slot, now + eff.trigger.intervalMs);
         return;
       case 'notDue':
