@@ -135,4 +135,26 @@ describe('lua scripts', () => {
     await answer(claimScript(redis, [{ ...k, countSkip: false, tick: 1000, leaseMs: 1000, holder: 'c', mode: 'grid', nowGuardMs: 0 }]));
     assert.deepEqual(await redis.hgetall(k.statsKey), { skipped: '1', skippedClaimed: '1' });
   });
+  it('wins a claim in four commands (TIME, HMGET, SET NX, HSET), and the next token follows the stored counter', async () => {
+    const k = fresh();
+    await redis.hset(k.stateKey, 'fence', '41');
+    await redis.config('RESETSTAT');
+    const won = await answer(claimScript(redis, [{ ...k, tick: 1000, leaseMs: 1000, holder: 'a', mode: 'grid', nowGuardMs: 0 }]));
+    assert.equal(won.kind === 'claimed' && won.token, 42);
+    const calls = [...(await redis.info('commandstats')).matchAll(/cmdstat_(\w+):calls=(\d+),/g)]
+      .filter(([, name]) => name !== 'evalsha' && name !== 'eval' && name !== 'config')
+      .map(([, name, n]) => `${name}=${n}`);
+    assert.deepEqual(calls.sort(), ['hmget=1', 'hset=1', 'set=1', 'time=1']);
+    // The lease held: the next tick is answered with the holder and the time left, nothing written.
+    const held = await answer(claimScript(redis, [{ ...k, tick: 2000, leaseMs: 1000, holder: 'b', mode: 'grid', nowGuardMs: 0 }]));
+    assert.equal(held.kind, 'held');
+    assert.equal(await redis.hget(k.stateKey, 'fence'), '42');
+  });
+
+  it('refuses a claim while the fencing counter holds no integer, so tokens never go back', async () => {
+    const k = fresh();
+    await redis.hset(k.stateKey, 'fence', 'lots');
+    await assert.rejects(answer(claimScript(redis, [{ ...k, tick: 1000, leaseMs: 1000, holder: 'a', mode: 'grid', nowGuardMs: 0 }])), /fencing counter/);
+    assert.equal(await redis.exists(k.leaseKey), 0);
+  });
 });

@@ -89,6 +89,39 @@ describe('record.lua', () => {
     assert.equal(again['createdAt'], '2028-01-01T00:00:00.000Z');
   });
 
+  it("writes a run's record in ten commands however many fields it changes: one read and one write of the stats hash and of the instance row", async () => {
+    const { k, job, send } = fresh();
+    await send('w', 1, { init: true, createdAt: '2026-01-01T00:00:00.000Z', inst: { id: 'node-a' } });
+    await redis.config('RESETSTAT');
+    const startedAt = '2026-01-01T00:01:00.000Z';
+    assert.equal(await send('w', 2, {
+      incr: { runs: 1, failed: 1 }, fails: 1,
+      last: { lastOutcome: 'failed', lastError: 'boom', lastStartedAt: startedAt, lastDurationMs: 12, lastInstance: 'node-a' },
+      set: { nextDueAt: '2026-01-01T00:02:00.000Z' },
+      inst: { id: 'node-a', incr: { runs: 1, failed: 1 }, last: { lastOutcome: 'failed', lastStartedAt: startedAt } },
+      runs: ['{"outcome":"failed"}'],
+    }), true);
+    const calls = [...(await redis.info('commandstats')).matchAll(/cmdstat_(\w+):calls=(\d+),/g)]
+      .filter(([, name]) => name !== 'evalsha' && name !== 'eval' && name !== 'config')
+      .reduce((sum, [, , n]) => sum + Number(n), 0);
+    // HGET and HSET of the batches hash, its PEXPIRE, TIME, LPUSH, LTRIM, and a HMGET and a HSET each for the job's two hashes.
+    assert.equal(calls, 10);
+    const stats = await redis.hgetall(k.stats(job));
+    assert.deepEqual([stats['runs'], stats['failed'], stats['streak'], stats['lastError'], stats['lastStartedAt'], stats['nextDueAt']], ['1', '1', '1', 'boom', startedAt, '2026-01-01T00:02:00.000Z']);
+    const inst = await redis.hgetall(k.instanceStats(job));
+    assert.deepEqual([inst['node-a.runs'], inst['node-a.failed'], inst['node-a.lastOutcome']], ['1', '1', 'failed']);
+  });
+
+  it('refuses a batch whose counter holds no integer, naming the field, and writes none of it', async () => {
+    const { k, job, send } = fresh();
+    await send('w', 1, { init: true, createdAt: '2026-01-01T00:00:00.000Z' });
+    await redis.hset(k.stats(job), 'failed', 'many');
+    await assert.rejects(send('w', 2, { incr: { runs: 1, failed: 1 }, set: { nextDueAt: 'x' }, runs: ['{}'] }), /not an integer: failed/);
+    const stats = await redis.hgetall(k.stats(job));
+    assert.deepEqual([stats['runs'], stats['nextDueAt']], ['0', '']);
+    assert.equal(await redis.llen(k.runs(job)), 0);
+  });
+
   it('applies a batch once: a retry with the same writer and sequence number changes nothing', async () => {
     const { k, job, send } = fresh();
     const batch: RecordBatch = { incr: { runs: 3, failed: 3 }, fails: 3, runs: ['{"outcome":"failed"}'] };

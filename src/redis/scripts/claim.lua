@@ -129,7 +129,7 @@ local function claim(leaseKey, stateKey, statsKey, job)
     return {'early', nowMs}
   end
 
-  local state = redis.call('HMGET', stateKey, 'tick', 'due', 'manual', 'manualAt')
+  local state = redis.call('HMGET', stateKey, 'tick', 'due', 'manual', 'manualAt', 'fence')
   local lastTick = tonumber(state[1])
 
   if mode == 'manual' then
@@ -159,19 +159,23 @@ local function claim(leaseKey, stateKey, statsKey, job)
     return {'notDue', due}
   end
 
-  local current = redis.call('GET', leaseKey)
-  if current then
-    return {'held', current, redis.call('PTTL', leaseKey)}
+  -- The lease is set only where none is held (NX); the fencing counter and the claimed tick
+  -- are then written in one HSET: three commands for a claim won.
+  local fenced = tonumber(state[5] or '0')
+  if not fenced or fenced ~= math.floor(fenced) then
+    return {'error', 'leasehold claim: the fencing counter (field fence of ' .. stateKey .. ') holds no integer'}
   end
-
-  local token = redis.call('HINCRBY', stateKey, 'fence', 1)
+  local token = fenced + 1
+  local fence = string.format('%d', token)
+  local value = job.holder .. ' since ' .. nowIso .. ' tick ' .. iso(tick) .. ' token ' .. fence
+  if not redis.call('SET', leaseKey, value, 'NX', 'PX', job.leaseMs) then
+    return {'held', redis.call('GET', leaseKey), redis.call('PTTL', leaseKey)}
+  end
   if mode == 'manual' then
-    redis.call('HSET', stateKey, 'manual', job.request or '', 'manualAt', string.format('%d', nowMs))
+    redis.call('HSET', stateKey, 'fence', fence, 'manual', job.request or '', 'manualAt', string.format('%d', nowMs))
   else
-    redis.call('HSET', stateKey, 'tick', string.format('%d', tick))
+    redis.call('HSET', stateKey, 'fence', fence, 'tick', string.format('%d', tick))
   end
-  local value = job.holder .. ' since ' .. nowIso .. ' tick ' .. iso(tick) .. ' token ' .. token
-  redis.call('SET', leaseKey, value, 'PX', job.leaseMs)
   return {'claimed', token, value, lastTick or -1, nowMs}
 end
 

@@ -71,25 +71,92 @@ local function int(n)
   return string.format('%d', n)
 end
 
--- Sets every field of a table, its name after `prefix`, in one HSET.
-local function setAll(key, prefix, fields)
-  if type(fields) ~= 'table' then return end
-  local args = {}
-  for field, value in pairs(fields) do
-    args[#args + 1] = prefix .. field
-    args[#args + 1] = tostring(value)
+-- Applies a job's changes to one hash in two commands: one HMGET of the fields it reads (the
+-- counters to add to and the fields that decide), one HSET of every field it writes. The
+-- script runs atomically, so reading and writing back is as safe as HINCRBY field by field,
+-- and a counter that holds no integer is refused before anything is written.
+local Hash = {}
+Hash.__index = Hash
+
+local function hash(key, prefix, reads)
+  local self = setmetatable({ key = key, prefix = prefix, stored = {}, out = {}, order = {} }, Hash)
+  local names = {}
+  for i, field in ipairs(reads) do names[i] = prefix .. field end
+  if #names > 0 then
+    local values = redis.call('HMGET', key, unpack(names))
+    for i, field in ipairs(reads) do self.stored[field] = values[i] end
   end
-  if #args > 0 then redis.call('HSET', key, unpack(args)) end
+  return self
 end
 
-local function incrAll(key, prefix, fields)
+function Hash:get(field)
+  local v = self.out[field]
+  if v == nil then v = self.stored[field] end
+  if v == false then return nil end
+  return v
+end
+
+function Hash:set(field, value)
+  if self.out[field] == nil then self.order[#self.order + 1] = field end
+  self.out[field] = tostring(value)
+end
+
+function Hash:setAll(fields)
   if type(fields) ~= 'table' then return end
-  for field, n in pairs(fields) do
-    if type(n) == 'number' and n ~= 0 then
-      redis.call('HINCRBY', key, prefix .. field, int(n))
+  for field, value in pairs(fields) do self:set(field, value) end
+end
+
+function Hash:incr(field, n)
+  local current = self:get(field)
+  local base = 0
+  if current ~= nil then
+    base = tonumber(current)
+    if not base or base ~= math.floor(base) then
+      error({ err = 'hash value is not an integer: ' .. self.prefix .. field })
     end
   end
+  self:set(field, int(base + n))
 end
+
+function Hash:incrAll(fields)
+  if type(fields) ~= 'table' then return end
+  for field, n in pairs(fields) do
+    if type(n) == 'number' and n ~= 0 then self:incr(field, n) end
+  end
+end
+
+function Hash:write()
+  if #self.order == 0 then return end
+  local args = {}
+  for _, field in ipairs(self.order) do
+    args[#args + 1] = self.prefix .. field
+    args[#args + 1] = self.out[field]
+  end
+  redis.call('HSET', self.key, unpack(args))
+end
+
+-- The fields of `fields` (a table of field -> number) that are added to.
+local function counted(fields, into)
+  if type(fields) ~= 'table' then return end
+  for field, n in pairs(fields) do
+    if type(n) == 'number' and n ~= 0 then into[#into + 1] = field end
+  end
+end
+
+-- Creates the absent ones of `counters` (as '0') and `texts` (as '') in one read and one write.
+local function createMissing(key, prefix, counters, texts)
+  local fields = {}
+  for _, field in ipairs(counters) do fields[#fields + 1] = field end
+  for _, field in ipairs(texts) do fields[#fields + 1] = field end
+  local h = hash(key, prefix, fields)
+  for i, field in ipairs(fields) do
+    if not h.stored[field] then h:set(field, i <= #counters and '0' or '') end
+  end
+  return h
+end
+
+local time = redis.call('TIME')
+local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
 local function apply(statsKey, instancesKey, runsKey, batchesKey, writer, seq, batch)
   local entry = redis.call('HGET', batchesKey, writer)
@@ -98,8 +165,6 @@ local function apply(statsKey, instancesKey, runsKey, batchesKey, writer, seq, b
     return 0
   end
 
-  local time = redis.call('TIME')
-  local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
   if not entry then
     -- A writer's first batch of this job (a node started): forget writers long gone.
     local all = redis.call('HGETALL', batchesKey)
@@ -119,53 +184,58 @@ local function apply(statsKey, instancesKey, runsKey, batchesKey, writer, seq, b
 
   -- Every node sends its init again each minute, so a hash deleted meanwhile is created again.
   -- A stats hash that has its createdAt (set by an init alone, after the other fields) has had
-  -- every field created: one HEXISTS then, not a HSETNX per field, for each job and node (Redis
-  -- work that grew with the number of nodes). An instance's own row is its writer's alone.
+  -- every field created: one HEXISTS then, for each job and node (Redis work that grew with
+  -- the number of nodes). An instance's own row is its writer's alone.
   if batch.init == true then
     if redis.call('HEXISTS', statsKey, 'createdAt') == 0 then
-      for _, field in ipairs(COUNTERS) do redis.call('HSETNX', statsKey, field, '0') end
-      for _, field in ipairs(TEXTS) do redis.call('HSETNX', statsKey, field, '') end
+      createMissing(statsKey, '', COUNTERS, TEXTS):write()
       if type(batch.createdAt) == 'string' then
         redis.call('HSETNX', statsKey, 'createdAt', batch.createdAt)
       end
     end
-    if instPrefix then
-      for _, field in ipairs(INSTANCE_COUNTERS) do redis.call('HSETNX', instancesKey, instPrefix .. field, '0') end
-      for _, field in ipairs(INSTANCE_TEXTS) do redis.call('HSETNX', instancesKey, instPrefix .. field, '') end
-    end
+    if instPrefix then createMissing(instancesKey, instPrefix, INSTANCE_COUNTERS, INSTANCE_TEXTS):write() end
   end
 
-  setAll(statsKey, '', batch.define)
-  incrAll(statsKey, '', batch.incr)
-
+  local reads = {}
+  counted(batch.incr, reads)
   local last = batch.last
-  if type(last) == 'table' and type(last.lastStartedAt) == 'string' then
-    local stored = redis.call('HGET', statsKey, 'lastStartedAt') or ''
-    if last.lastStartedAt >= stored then
-      setAll(statsKey, '', last)
-    end
-  end
-
+  local hasLast = type(last) == 'table' and type(last.lastStartedAt) == 'string'
+  if hasLast then reads[#reads + 1] = 'lastStartedAt' end
   local fails = tonumber(batch.fails) or 0
   local successAt = batch.successAt
-  if type(successAt) == 'string' and successAt ~= '' then
-    local stored = redis.call('HGET', statsKey, 'lastSuccessAt') or ''
-    if successAt > stored then
-      redis.call('HSET', statsKey, 'lastSuccessAt', successAt, 'streak', int(fails))
-    elseif fails > 0 then
-      redis.call('HINCRBY', statsKey, 'streak', int(fails))
-    end
+  local hasSuccess = type(successAt) == 'string' and successAt ~= ''
+  if hasSuccess or fails > 0 then
+    reads[#reads + 1] = 'lastSuccessAt'
+    reads[#reads + 1] = 'streak'
+  end
+
+  local stats = hash(statsKey, '', reads)
+  stats:setAll(batch.define)
+  stats:incrAll(batch.incr)
+  if hasLast and last.lastStartedAt >= (stats:get('lastStartedAt') or '') then
+    stats:setAll(last)
+  end
+  if hasSuccess and successAt > (stats:get('lastSuccessAt') or '') then
+    stats:set('lastSuccessAt', successAt)
+    stats:set('streak', int(fails))
   elseif fails > 0 then
-    redis.call('HINCRBY', statsKey, 'streak', int(fails))
+    stats:incr('streak', fails)
   end
+  stats:setAll(batch.set)
 
-  setAll(statsKey, '', batch.set)
-
+  local row = nil
   if instPrefix then
-    incrAll(instancesKey, instPrefix, inst.incr)
-    setAll(instancesKey, instPrefix, inst.last)
-    setAll(instancesKey, instPrefix, inst.set)
+    local instReads = {}
+    counted(inst.incr, instReads)
+    row = hash(instancesKey, instPrefix, instReads)
+    row:incrAll(inst.incr)
+    row:setAll(inst.last)
+    row:setAll(inst.set)
   end
+
+  -- Every check is done: write.
+  stats:write()
+  if row then row:write() end
 
   if type(batch.runs) == 'table' and #batch.runs > 0 then
     local entries = {}
