@@ -89,7 +89,7 @@ describe('record.lua', () => {
     assert.equal(again['createdAt'], '2028-01-01T00:00:00.000Z');
   });
 
-  it("writes a run's record in ten commands however many fields it changes: one read and one write of the stats hash and of the instance row", async () => {
+  it("writes a run's record in nine commands however many fields it changes, and renews the writers' hash's expiry once per hundredth of its keep time", async () => {
     const { k, job, send } = fresh();
     await send('w', 1, { init: true, createdAt: '2026-01-01T00:00:00.000Z', inst: { id: 'node-a' } });
     await redis.config('RESETSTAT');
@@ -104,12 +104,17 @@ describe('record.lua', () => {
     const calls = [...(await redis.info('commandstats')).matchAll(/cmdstat_(\w+):calls=(\d+),/g)]
       .filter(([, name]) => name !== 'evalsha' && name !== 'eval' && name !== 'config')
       .reduce((sum, [, , n]) => sum + Number(n), 0);
-    // HGET and HSET of the batches hash, its PEXPIRE, TIME, LPUSH, LTRIM, and a HMGET and a HSET each for the job's two hashes.
-    assert.equal(calls, 10);
+    // HGET and HSET of the batches hash, TIME, LPUSH, LTRIM, and a HMGET and a HSET each for the job's two hashes.
+    assert.equal(calls, 9);
     const stats = await redis.hgetall(k.stats(job));
     assert.deepEqual([stats['runs'], stats['failed'], stats['streak'], stats['lastError'], stats['lastStartedAt'], stats['nextDueAt']], ['1', '1', '1', 'boom', startedAt, '2026-01-01T00:02:00.000Z']);
     const inst = await redis.hgetall(k.instanceStats(job));
     assert.deepEqual([inst['node-a.runs'], inst['node-a.failed'], inst['node-a.lastOutcome']], ['1', '1', 'failed']);
+    // 600 ms (keepMs 60 s) after the writer's last renewal, its next batch renews the expiry.
+    await redis.pexpire(k.batches(job), 30_000);
+    await new Promise((resolve) => setTimeout(resolve, 650));
+    assert.equal(await send('w', 3, { incr: { runs: 1 } }), true);
+    assert.ok((await redis.pttl(k.batches(job))) > 59_000);
   });
 
   it('refuses a batch whose counter holds no integer, naming the field, and writes none of it', async () => {

@@ -68,7 +68,7 @@ export const KEY_TABLE: readonly KeyDescription[] = [
   { pattern: '<prefix>:{<jobId>}:stats', type: 'hash', purpose: 'cluster-wide counters and last outcome of the job' },
   { pattern: '<prefix>:{<jobId>}:instances', type: 'hash', purpose: 'per-instance counters of the job, fields `<instanceId>.<field>`' },
   { pattern: '<prefix>:{<jobId>}:runs', type: 'list', purpose: 'the job\'s most recent runs (50 unless `LEASEHOLD_RECENT_RUNS` says otherwise), newest first: JSON `{outcome, instance, scheduledAt, startedAt, durationMs, error, fencingToken, manual, attempt}`' },
-  { pattern: '<prefix>:{<jobId>}:batches', type: 'hash', purpose: 'stats writer `<instanceId>#<nonce>` -> `<seq>:<serverMs>` of its highest applied batch, so a retried batch counts once; expires after 7 days' },
+  { pattern: '<prefix>:{<jobId>}:batches', type: 'hash', purpose: 'stats writer `<instanceId>#<nonce>` -> `<seq>:<serverMs>`: its highest applied batch, so a retried batch counts once, and when it last renewed the hash\'s expiry (every 100 minutes or so); expires 7 days after the last batch' },
   { pattern: '<prefix>:settings', type: 'hash', purpose: 'operator overrides: `<jobId>.paused`, `<jobId>.cron`, ...' },
   { pattern: '<prefix>:jobs', type: 'set', purpose: 'ids of every registered job (added at start, when a job is added, after a reconnection, and every minute by each node)' },
   { pattern: '<prefix>:instances', type: 'zset', purpose: 'instance ids scored by last seen (ms); members unseen for 60 s are dropped' },

@@ -11,12 +11,14 @@
     KEYS[4j-3] stats      hash  the job's cluster-wide counters and last outcome
     KEYS[4j-2] instances  hash  per-instance fields `<instanceId>.<field>`
     KEYS[4j-1] runs       list  recent runs, newest first, JSON strings
-    KEYS[4j]   batches    hash  writer id -> `<highest applied sequence number>:<server time ms>`
+    KEYS[4j]   batches    hash  writer id -> `<highest applied sequence number>:<server time ms>`,
+                                the time this writer last renewed the hash's expiry
 
     ARGV[1] runsCap    integer  length of the recent runs list, > 0
     ARGV[2] keepMs     integer  ms; a writer not heard of for this long is forgotten (its
                                 field is removed when another writer's first batch comes),
                                 and the batches hash expires this long after the last batch
+                                (a hundredth of it less at most: see the end of apply)
     ARGV[3j]   writer  string   id of the writing node's stats writer (instance id and a nonce)
     ARGV[3j+1] seq     integer  the batch's sequence number, increasing per writer
     ARGV[3j+2] batch   string   JSON object; every member is optional:
@@ -244,8 +246,14 @@ local function apply(statsKey, instancesKey, runsKey, batchesKey, writer, seq, b
     redis.call('LTRIM', runsKey, 0, runsCap - 1)
   end
 
-  redis.call('HSET', batchesKey, writer, int(seq) .. ':' .. int(nowMs))
-  redis.call('PEXPIRE', batchesKey, int(keepMs))
+  -- The expiry is renewed by a writer's first batch and then once per hundredth of keepMs,
+  -- not with every batch: the hash outlives its last batch by at least 0.99 keepMs.
+  local renewed = entry and tonumber(string.match(entry, ':(%d+)$'))
+  if not renewed or nowMs - renewed >= math.max(1, math.floor(keepMs / 100)) then
+    renewed = nowMs
+    redis.call('PEXPIRE', batchesKey, int(keepMs))
+  end
+  redis.call('HSET', batchesKey, writer, int(seq) .. ':' .. int(renewed))
   return 1
 end
 
