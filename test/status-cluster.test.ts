@@ -97,7 +97,7 @@ describe('two nodes', () => {
     assert.ok(nodes.flatMap((n) => n.skipped).some((s) => s.reason === 'overrun'), 'the slow job overran');
 
     const [a, b] = await Promise.all(nodes.map((n) => n.layer.api.clusterJson()));
-    const strip = (json: string | undefined) => ({ ...(JSON.parse(json ?? '{}') as ClusterStatus), generatedAt: '' });
+    const strip = (json: Buffer | undefined) => ({ ...(JSON.parse(json?.toString() ?? '{}') as ClusterStatus), generatedAt: '' });
     const viewA = strip(a);
     assert.deepEqual(viewA, strip(b), 'both nodes answer the same');
     assert.deepEqual(viewA.instances.map((i) => i.id), ['node-a', 'node-b']);

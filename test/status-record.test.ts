@@ -96,7 +96,7 @@ describe('record.lua', () => {
     const startedAt = '2026-01-01T00:01:00.000Z';
     assert.equal(await send('w', 2, {
       incr: { runs: 1, failed: 1 }, fails: 1,
-      last: { lastOutcome: 'failed', lastError: 'boom', lastStartedAt: startedAt, lastDurationMs: 12, lastInstance: 'node-a' },
+      last: { lastOutcome: 'failed', lastError: 'boom', lastStartedAt: startedAt, lastDurationMs: '12', lastInstance: 'node-a' },
       set: { nextDueAt: '2026-01-01T00:02:00.000Z' },
       inst: { id: 'node-a', incr: { runs: 1, failed: 1 }, last: { lastOutcome: 'failed', lastStartedAt: startedAt } },
       runs: ['{"outcome":"failed"}'],

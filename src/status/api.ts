@@ -25,8 +25,8 @@ export interface ActionResult {
 /** What the HTTP routes ask of the status layer, which implements it. */
 export interface ManageApi {
   cluster(): Promise<ClusterStatus>;
-  /** The same as JSON text (cached with it: large answers are not serialized per request). */
-  clusterJson(): Promise<string>;
+  /** The same as UTF-8 JSON (cached with it: large answers are not serialized per request). */
+  clusterJson(): Promise<Buffer>;
   /** One job with its recent runs; undefined for an unknown id. */
   job(id: string): Promise<JobDetail | undefined>;
   health(): Promise<HealthReport>;

@@ -17,10 +17,11 @@ const STALE_MS = 2_000;
 /** A snapshot stays fresh for at least this many times its read time. */
 const READ_SHARE = 10;
 
-/** A value and its JSON text. */
+/** A value and its JSON text, UTF-8 encoded. */
 export interface Snapshot<T> {
   readonly value: T;
-  readonly json: string;
+  /** Encoded once: a socket writes a large buffer about four times as fast as the same text (S4). */
+  readonly json: Buffer;
   /** When the read finished (the clock's monotonic ms). */
   readonly at: number;
   /** How long the read took, in ms. */
@@ -69,7 +70,7 @@ export class SnapshotCache<T> {
     const reading: Promise<Snapshot<T>> = this.read()
       .then((value) => {
         const at = this.clock.monotonic();
-        const snap = { value, json: JSON.stringify(value), at, readMs: at - started };
+        const snap = { value, json: Buffer.from(JSON.stringify(value)), at, readMs: at - started };
         if (generation === this.generation) this.current = snap;
         return snap;
       })
