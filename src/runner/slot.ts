@@ -48,7 +48,8 @@ export class Slot {
   /** The overrides the schedule was last resolved with. */
   private overrides: JobOverrides | undefined;
   /** Warnings given once each. */
-  private readonly warned = new Set<string>();
+  /** Warnings given once; created with the first (most jobs never warn). */
+  private warned: Set<string> | undefined;
   /** Whether the declared schedule reads the environment (then it is resolved at every fire). */
   private readonly readsEnv: boolean;
 
@@ -110,6 +111,7 @@ export class Slot {
   }
 
   private warnOnce(emitter: Emitter, message: string): void {
+    this.warned ??= new Set();
     if (this.warned.has(message)) return;
     this.warned.add(message);
     emitter.emit('warning', { jobId: this.job.id, message });
