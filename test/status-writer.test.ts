@@ -16,6 +16,7 @@ import type { JobView } from '../src/runner/runner.js';
 import { normalizeJob } from '../src/schedule/job.js';
 import { StatsWriter, type WriterCore } from '../src/status/writer.js';
 import type { Trigger } from '../src/schedule/trigger.js';
+import { ManualClock } from './helpers/clock.js';
 import { memoryLogger } from './helpers/log.js';
 import { ROOT } from './helpers/node.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
@@ -230,6 +231,39 @@ describe('stats writer', () => {
     await until('3');
     await writer.stop(1_000);
     await redis.quit();
+  });
+
+  it("sends an installation job's minute refresh from the one node that refreshes it, an instance job's from every node", async (t) => {
+    const p = prefix();
+    const k = keyNames(p);
+    const clock = new ManualClock(Date.now());
+    const defs = [{ id: 'shared', scope: 'installation', cron: '0 0 * * * *' }, { id: 'own', scope: 'instance', cron: '0 0 * * * *' }];
+    const redis = await conn();
+    t.after(() => redis.quit());
+    const writers = ['node-a', 'node-b'].map((id) => new StatsWriter({ core: new FakeCore(id, defs), redis, keys: k, logger: memoryLogger().logger, clock, refreshes: () => id === 'node-a' }));
+    // Each writer's batches applied so far, by job: `<instanceId>#<nonce>` -> `<seq>:<ms>`.
+    const seqs = async (job: string): Promise<Record<string, number>> =>
+      Object.fromEntries(Object.entries(await admin.hgetall(k.batches(job))).map(([w, v]) => [w.split('#')[0], Number(v.split(':')[0])]));
+    const settled = async (want: (s: Record<string, Record<string, number>>) => boolean): Promise<Record<string, Record<string, number>>> => {
+      const deadline = Date.now() + 2_000;
+      for (;;) {
+        await clock.advance(400);
+        const now = { shared: await seqs('shared'), own: await seqs('own') };
+        if (want(now) || Date.now() > deadline) return now;
+        await sleep(20);
+      }
+    };
+    for (const w of writers) w.start();
+    await settled((s) => Object.keys(s['shared'] ?? {}).length === 2 && Object.keys(s['own'] ?? {}).length === 2);
+    const first = await settled(() => false); // and whatever followed the registration
+    assert.deepEqual(Object.keys(first['shared'] ?? {}).sort(), ['node-a', 'node-b'], 'every node registers every job at its start');
+    await admin.del(k.stats('shared'));
+    await clock.advance(60_000);
+    const next = await settled(() => false);
+    const grew = (job: string, node: string): number => (next[job]?.[node] ?? 0) - (first[job]?.[node] ?? 0);
+    assert.deepEqual([grew('shared', 'node-a') > 0, grew('shared', 'node-b'), grew('own', 'node-a') > 0, grew('own', 'node-b') > 0], [true, 0, true, true]);
+    assert.equal(await admin.hget(k.stats('shared'), 'runs'), '0', 'a deleted hash is created again by the refresh');
+    for (const w of writers) void w.stop(0);
   });
 
   it('many writers on their own connections: counters equal the events exactly', async () => {

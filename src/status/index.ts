@@ -122,12 +122,15 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
     onBeat: () => settings.heartbeat(),
     clock,
   });
+  const claimOrder = rendezvousOrder(core.instanceId, () => registry.peers(), opts.handoffMs);
   const writer = new StatsWriter({
     core,
     redis,
     keys,
     logger,
     clock,
+    // A job's minute refresh comes from the node ranked first for it, as its fixedDelay claims do.
+    refreshes: (jobId) => claimOrder.place(jobId, undefined) === 0,
     ...(opts.recentRuns !== undefined ? { recentRuns: opts.recentRuns } : {}),
     onNewJob: (id) => {
       opts.onNewJob?.(id);
@@ -164,7 +167,7 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
 
   return {
     settings,
-    claimOrder: rendezvousOrder(core.instanceId, () => registry.peers(), opts.handoffMs),
+    claimOrder,
     api,
     async start() {
       if (started) return;

@@ -57,6 +57,12 @@ export interface StatsWriterOptions {
   readonly clock?: Timers;
   /** How many recent runs each job keeps; default {@link RUNS_CAP}. */
   readonly recentRuns?: number;
+  /**
+   * Whether this node sends an installation job's minute refresh: true on one node per job (the
+   * first-ranked), so the refreshes cost Redis the same however many nodes run the job. Every
+   * node sends its instance jobs' (their rows are its own). Default: every job.
+   */
+  readonly refreshes?: (jobId: string) => boolean;
 }
 
 /** A batch sent and not yet acknowledged; resent as it is (same sequence number) until it is. */
@@ -211,11 +217,14 @@ export class StatsWriter {
   /**
    * Every job's fields again: created if absent, description, and this node's view of the
    * schedule's validity (so a cause written by a node that is gone does not stay forever).
+   * An installation job's are sent by the node that {@link StatsWriterOptions.refreshes} it.
    */
   private touch(): void {
     this.wake();
     const now = iso(this.opts.core.now());
+    const refreshes = this.opts.refreshes;
     for (const view of this.opts.core.jobs()) {
+      if (refreshes && view.job.scope === 'installation' && !refreshes(view.job.id)) continue;
       const s = this.slot(view.job.id);
       s.pending.initialize(describeJob(view), now);
       s.pending.setField('invalidCause', view.state === 'invalidSchedule' ? (view.invalidCause ?? 'invalid schedule') : '');
