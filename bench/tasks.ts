@@ -23,6 +23,8 @@ const LOOP_CONCURRENCY = 50;
 const WORKER_CONCURRENCY = 2;
 const QUEUE_CONCURRENCY = 50;
 const MODULE = new URL('./workers/tasks-module.mjs', import.meta.url).href;
+/** `BENCH_S6_KINDS=loop,worker`: only those kinds (the others are reported as not run). */
+const S6_KINDS = (process.env['BENCH_S6_KINDS'] ?? 'loop,worker,queue').split(',').map((k) => k.trim());
 
 /** One side of an S6 comparison. */
 export interface ThroughputFigure {
@@ -34,7 +36,7 @@ export interface ThroughputFigure {
 /** S6's figures, by kind. */
 export interface S6Figures {
   readonly tasks: number;
-  readonly kinds: Record<'loop' | 'worker' | 'queue', { readonly leasehold: ThroughputFigure; readonly direct: ThroughputFigure; readonly concurrency: number }>;
+  readonly kinds: Partial<Record<'loop' | 'worker' | 'queue', { readonly leasehold: ThroughputFigure; readonly direct: ThroughputFigure; readonly concurrency: number }>>;
 }
 
 /** S7's figures: the 20 light jobs' lateness, ms. */
@@ -147,27 +149,27 @@ function round2(x: number): number {
   return Math.round(x * 100) / 100;
 }
 
-/** Runs S6. */
+/** Runs S6 (the kinds of `BENCH_S6_KINDS`, all by default). */
 export async function runS6(log: (line: string) => void): Promise<S6Figures> {
-  log(`S6 loop: ${TASKS} tasks`);
-  const loop = await s6Loop();
-  log(`S6 worker: ${TASKS} tasks`);
-  const worker = await s6Worker();
-  log(`S6 queue: ${TASKS} tasks`);
-  const redis = await startBenchRedis();
-  try {
-    const queue = await s6Queue(redis);
-    return {
-      tasks: TASKS,
-      kinds: {
-        loop: { ...loop, concurrency: LOOP_CONCURRENCY },
-        worker: { ...worker, concurrency: WORKER_CONCURRENCY },
-        queue: { ...queue, concurrency: QUEUE_CONCURRENCY },
-      },
-    };
-  } finally {
-    await redis.stop();
+  const kinds: S6Figures['kinds'] = {};
+  if (S6_KINDS.includes('loop')) {
+    log(`S6 loop: ${TASKS} tasks`);
+    kinds.loop = { ...(await s6Loop()), concurrency: LOOP_CONCURRENCY };
   }
+  if (S6_KINDS.includes('worker')) {
+    log(`S6 worker: ${TASKS} tasks`);
+    kinds.worker = { ...(await s6Worker()), concurrency: WORKER_CONCURRENCY };
+  }
+  if (S6_KINDS.includes('queue')) {
+    log(`S6 queue: ${TASKS} tasks`);
+    const redis = await startBenchRedis();
+    try {
+      kinds.queue = { ...(await s6Queue(redis)), concurrency: QUEUE_CONCURRENCY };
+    } finally {
+      await redis.stop();
+    }
+  }
+  return { tasks: TASKS, kinds };
 }
 
 function quantiles(xs: number[]): { p50: number; p99: number; max: number; starts: number } {

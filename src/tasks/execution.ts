@@ -161,6 +161,12 @@ export class TaskAttempt {
     if (this.done) return;
     this.done = true;
     const { p } = this;
+    if (p.emitter.listens('taskEnded')) this.emitEnded(result);
+    p.onEnd(result);
+  }
+
+  private emitEnded(result: AttemptResult): void {
+    const { p } = this;
     const durationMs = Math.max(0, p.clock.monotonic() - this.startedAt);
     const error = result.ok ? undefined : result.error;
     const willRetry = !result.ok && result.outcome === 'failed' && (p.willRetry?.(error) ?? false);
@@ -177,7 +183,6 @@ export class TaskAttempt {
       cause: error,
       willRetry,
     });
-    p.onEnd(result);
   }
 }
 
@@ -185,7 +190,9 @@ export class TaskAttempt {
  * The deadlines of an executor's running attempts, on one repeating timer that runs only while
  * attempts run: a timer per task costs more than the task itself for small tasks, and an
  * executor runs at most `concurrency` at once, so a check looks at few. A deadline is met to
- * within a tick: a twentieth of the shortest timeout seen, 10 ms to 1 s.
+ * within a tick: a twentieth of the shortest timeout seen, 10 ms to 1 s. The timer is not
+ * cleared each time the last attempt ends (small tasks often leave none running for a moment);
+ * it lapses at its next tick when none runs, or at {@link Deadlines.stop}.
  */
 export class Deadlines {
   private readonly running = new Set<TaskAttempt>();
@@ -200,14 +207,19 @@ export class Deadlines {
     const tick = Math.max(10, Math.min(1_000, Math.floor((attempt.deadline - attempt.startedAt) / 20)));
     if (tick < this.tickMs) {
       this.tickMs = tick;
-      this.stopTimer();
+      this.stop();
     }
     if (this.timer === undefined) this.arm();
   }
 
   delete(attempt: TaskAttempt): void {
     this.running.delete(attempt);
-    if (this.running.size === 0) this.stopTimer();
+  }
+
+  /** Clears the timer (the executor has stopped). */
+  stop(): void {
+    if (this.timer !== undefined) this.clock.clearTimer(this.timer);
+    this.timer = undefined;
   }
 
   private arm(): void {
@@ -217,10 +229,5 @@ export class Deadlines {
       for (const attempt of this.running) if (now >= attempt.deadline) attempt.timedOut();
       if (this.running.size > 0) this.arm();
     }, this.tickMs);
-  }
-
-  private stopTimer(): void {
-    if (this.timer !== undefined) this.clock.clearTimer(this.timer);
-    this.timer = undefined;
   }
 }

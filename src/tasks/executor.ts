@@ -38,6 +38,8 @@ export interface TaskExecutor {
   readonly config: ResolvedExecutor;
   /** Accepts a task (in memory, or persisted for a queue); rejects when it cannot. */
   submit(task: NormalizedTask, payload: unknown, opts: NormalizedSubmit): Promise<TaskHandle>;
+  /** In-memory executors: accepts a task at once, or throws (what `submit` does, without a promise). */
+  accept?(task: NormalizedTask, payload: unknown, opts: NormalizedSubmit): TaskHandle;
   /** Queue executors: starts taking tasks off the queue on this node. */
   consume?(): void;
   /** Cancels a task waiting or running on this node. */

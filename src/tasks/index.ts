@@ -12,7 +12,7 @@ import { LocalExecutor, type ExecutorHost } from './local.js';
 import { ThreadPool } from './pool.js';
 import type { ExecutorBoard } from './board.js';
 import { withTaskHook, type TaskStart } from './hooks.js';
-import { normalizeSubmit, normalizeTask, type NormalizedTask, type TaskContext, type TaskDefinition, type TaskHandle } from './task.js';
+import { normalizeSubmit, normalizeTask, type NormalizedSubmit, type NormalizedTask, type TaskContext, type TaskDefinition, type TaskHandle } from './task.js';
 
 export { defineTask, DEFAULT_EXECUTOR, type TaskDefinition, type TaskContext, type TaskHandler, type TaskHandle, type SubmitOptions } from './task.js';
 export { ExecutorKinds, EXECUTOR_ENV_DOCS, resolveExecutors, type ExecutorConfig, type ExecutorKind, type ResolvedExecutor } from './config.js';
@@ -85,8 +85,21 @@ export class Tasks {
     return [...this.registered.keys()];
   }
 
-  /** Submits a task (a definition, or the id of one registered here). */
-  async submit(taskOrId: TaskDefinition<never, unknown> | TaskDefinition | string, payload: unknown, options?: unknown): Promise<TaskHandle> {
+  /**
+   * Submits a task (a definition, or the id of one registered here). An in-memory executor
+   * accepts it at once: the promise is of a handle already made, with no further step.
+   */
+  submit(taskOrId: TaskDefinition<never, unknown> | TaskDefinition | string, payload: unknown, options?: unknown): Promise<TaskHandle> {
+    try {
+      const { executor, task, opts } = this.prepare(taskOrId, payload, options);
+      return executor.accept ? Promise.resolve(executor.accept(task, payload, opts)) : executor.submit(task, payload, opts);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+  }
+
+  /** A submission checked: its executor, its task (with the submitter's trace context) and options. */
+  private prepare(taskOrId: TaskDefinition<never, unknown> | TaskDefinition | string, payload: unknown, options: unknown): { executor: TaskExecutor; task: NormalizedTask; opts: NormalizedSubmit } {
     let task: NormalizedTask;
     if (typeof taskOrId === 'string') {
       const found = this.registered.get(taskOrId);
@@ -102,7 +115,7 @@ export class Tasks {
     if (config.kind !== 'queue' && (opts.attempts !== undefined || opts.backoffMs !== undefined)) {
       throw new LeaseholdError(ErrorCodes.invalidTask, `submit "${task.id}": options "attempts" and "backoff" apply to queue executors only; executor "${config.name}" is a ${config.kind} executor`);
     }
-    if (config.kind === 'worker') {
+    if (config.kind === 'worker' && !isPrimitive(payload)) {
       try {
         structuredClone(payload);
       } catch (err) {
@@ -111,7 +124,7 @@ export class Tasks {
     }
     // The submitter's trace context, carried by this submission (to a queue, to another node).
     const origin = this.opts.hooks?.capture();
-    return this.executor(config).submit(origin ? { ...task, origin } : task, payload, opts);
+    return { executor: this.executor(config), task: origin ? { ...task, origin } : task, opts };
   }
 
   /** Cancels a task waiting or running on this node. False when none has the id. */
@@ -227,7 +240,7 @@ export class Tasks {
     let executor: TaskExecutor;
     const host: ExecutorHost = this.opts;
     if (config.kind === 'loop') {
-      executor = new LocalExecutor(config, host, (task, payload, ctx) => withTaskHook(host.hooks, start(task, ctx, config.kind), () => Promise.resolve(task.run(payload, ctx))));
+      executor = new LocalExecutor(config, host, (task, payload, ctx) => withTaskHook(host.hooks, start(task, ctx, config.kind), () => task.run(payload, ctx)));
     } else if (config.kind === 'worker') {
       const pool = new ThreadPool({ name: config.name, maxThreads: config.concurrency, idleTimeoutMs: config.idleTimeoutMs, clock: host.clock, logger: host.logger });
       executor = new LocalExecutor(
@@ -253,4 +266,9 @@ export class Tasks {
 /** What the hooks are told of an attempt on this node. */
 function start(task: NormalizedTask, ctx: TaskContext, kind: string): TaskStart {
   return { task: task.id, taskId: ctx.taskId, executor: ctx.executor, kind, instanceId: ctx.instanceId, attempt: ctx.attempt, origin: task.origin };
+}
+
+/** A value that a worker thread always receives as is (every primitive but a symbol clones). */
+function isPrimitive(value: unknown): boolean {
+  return value === null || (typeof value !== 'object' && typeof value !== 'function' && typeof value !== 'symbol');
 }

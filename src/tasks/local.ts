@@ -4,7 +4,7 @@
  * task to the thread pool). Deduplication ids, delays, cancel and the shutdown of SPEC 3.6.
  * @module
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { waitAtMost, type Timers, type TimerHandle } from '../clock.js';
 import type { Logger } from '../logger.js';
 import { ErrorCodes, LeaseholdError } from '../errors.js';
@@ -49,6 +49,9 @@ export class LocalExecutor implements TaskExecutor {
   private readonly byId = new Map<string, Entry>();
   private readonly counters = new Counters();
   private readonly deadlines: Deadlines;
+  /** Task ids made here: a random prefix of this executor and a sequence number (a UUID per task costs more than a small task). */
+  private readonly idPrefix = randomBytes(8).toString('hex');
+  private idSeq = 0;
   private accepting = true;
   /** After the grace: nothing more starts. */
   private closed = false;
@@ -86,7 +89,7 @@ export class LocalExecutor implements TaskExecutor {
     if (this.queued >= config.queueLimit) {
       throw new LeaseholdError(ErrorCodes.queueFull, `executor "${config.name}": task "${task.id}" not accepted, ${this.queued} tasks wait already (queueLimit ${config.queueLimit})`);
     }
-    const taskId = opts.id ?? randomUUID();
+    const taskId = opts.id ?? `${this.idPrefix}-${++this.idSeq}`;
     const settlement = new Settlement();
     const entry: Entry = {
       taskId,
@@ -158,6 +161,7 @@ export class LocalExecutor implements TaskExecutor {
     for (const entry of running) entry.attempt?.abort(ErrorCodes.shutdown, `task "${entry.task.id}" (${entry.taskId}) interrupted by the shutdown`);
     if (running.length > 0) await waitAtMost(clock, new Promise<void>((resolve) => (this.onIdle = resolve)), 1_000);
     for (const entry of running) entry.attempt?.reportAbort(undefined);
+    this.deadlines.stop();
     await this.onClose();
     return interrupted;
   }
