@@ -41,8 +41,19 @@ export interface AttemptParams {
 /** How an attempt ended. */
 export type AttemptResult = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly outcome: RunOutcome; readonly error: unknown };
 
-/** The body of an attempt: runs the handler (here or in a worker thread) under `ctx.signal`. */
-export type AttemptBody = (ctx: TaskContext) => unknown;
+/**
+ * Where an attempt's abort can be heard without an `AbortSignal` (a thread pool forwards it to
+ * its thread): the listener is called once, with the abort's error, at once if already aborted.
+ */
+export interface AbortHook {
+  onAbort(listener: (reason: unknown) => void): void;
+}
+
+/**
+ * The body of an attempt: runs the handler (here, under `ctx.signal`, or in a worker thread,
+ * which hears the abort through `hook`).
+ */
+export type AttemptBody = (ctx: TaskContext, hook: AbortHook) => unknown;
 
 /** The context a handler gets; its signal and logger are made when first read. */
 class Context implements TaskContext {
@@ -72,7 +83,7 @@ class Context implements TaskContext {
 }
 
 /** One attempt of a task on this node. */
-export class TaskAttempt {
+export class TaskAttempt implements AbortHook {
   readonly startedAt: number;
   /** When it times out, on the monotonic clock. */
   readonly deadline: number;
@@ -85,6 +96,7 @@ export class TaskAttempt {
   private reportTimer: TimerHandle | undefined;
   private done = false;
   private log: Logger | undefined;
+  private abortListener: ((reason: unknown) => void) | undefined;
 
   constructor(
     private readonly p: AttemptParams,
@@ -101,7 +113,7 @@ export class TaskAttempt {
     let result: AttemptResult;
     try {
       await null; // the handler starts after the attempt is made, never inside its constructor
-      result = { ok: true, value: await body(new Context(this, this.p)) };
+      result = { ok: true, value: await body(new Context(this, this.p), this) };
     } catch (error) {
       result = { ok: false, outcome: 'failed', error };
     }
@@ -128,6 +140,11 @@ export class TaskAttempt {
     return this.controller.signal;
   }
 
+  onAbort(listener: (reason: unknown) => void): void {
+    if (this.abortError) listener(this.abortError);
+    else this.abortListener = listener;
+  }
+
   /** Aborts with reason `timeout`. */
   timedOut(): void {
     this.abort(ErrorCodes.timeout, `task "${this.p.task}" (${this.p.taskId}) timed out after ${formatDuration(this.p.timeoutMs)}`);
@@ -143,6 +160,7 @@ export class TaskAttempt {
     this.p.deadlines?.delete(this);
     this.abortError = new LeaseholdError(reason, detail ?? `task "${this.p.task}" (${this.p.taskId}) aborted: ${reason}`);
     this.controller?.abort(this.abortError);
+    this.abortListener?.(this.abortError);
     this.reportTimer = this.p.clock.setTimer(() => this.reportAbort(undefined), REPORT_AFTER_ABORT_MS, true);
   }
 

@@ -10,6 +10,7 @@ import { resolveExecutor, type ResolvedExecutor } from './config.js';
 import type { ExecutorStats, TaskExecutor } from './executor.js';
 import { LocalExecutor, type ExecutorHost } from './local.js';
 import { ThreadPool } from './pool.js';
+import type { AbortHook } from './execution.js';
 import type { ExecutorBoard } from './board.js';
 import { withTaskHook, type TaskStart } from './hooks.js';
 import { normalizeSubmit, normalizeTask, type NormalizedSubmit, type NormalizedTask, type TaskContext, type TaskDefinition, type TaskHandle } from './task.js';
@@ -188,7 +189,9 @@ export class Tasks {
     // One thread per worker job at most: a job never overlaps itself.
     this.jobPool ??= new ThreadPool({ name: 'jobs', maxThreads: 1_000, idleTimeoutMs: 60_000, clock: this.opts.clock, logger: this.opts.logger });
     const fields = { jobId: ctx.jobId, runId: ctx.runId, scheduledAt: ctx.scheduledAt, startedAt: ctx.startedAt, instanceId: ctx.instanceId, attempt: ctx.attempt, fencingToken: ctx.fencingToken };
-    return this.jobPool.run({ kind: 'job', module, id: jobId, ctx: fields }, ctx.signal);
+    const { signal } = ctx;
+    const hook: AbortHook = { onAbort: (listener) => (signal.aborted ? listener(signal.reason) : signal.addEventListener('abort', () => listener(signal.reason), { once: true })) };
+    return this.jobPool.run({ kind: 'job', module, id: jobId, ctx: fields }, hook);
   }
 
   /** Stops accepting tasks (before the runner's timer stops, so nothing new starts). */
@@ -246,9 +249,10 @@ export class Tasks {
       executor = new LocalExecutor(
         config,
         host,
-        (task, payload, ctx) => {
+        (task, payload, ctx, hook) => {
           const fields = { taskId: ctx.taskId, task: ctx.task, executor: ctx.executor, attempt: ctx.attempt, instanceId: ctx.instanceId };
-          return withTaskHook(host.hooks, start(task, ctx, config.kind), () => pool.run({ kind: 'task', module: task.module ?? '', id: task.id, payload, ctx: fields }, ctx.signal));
+          // The abort reaches the thread through the hook: no AbortSignal is made for a task that is not aborted.
+          return withTaskHook(host.hooks, start(task, ctx, config.kind), () => pool.run({ kind: 'task', module: task.module ?? '', id: task.id, payload, ctx: fields }, hook));
         },
         () => pool.close(),
       );
