@@ -2,7 +2,7 @@
  * `npm run bench`: leasehold, BullMQ job schedulers and croner+redlock side by side.
  *
  * Environment: `BENCH_QUICK=1` (short mode), `BENCH_SCENARIOS=S1,S3` (S6 and S7, the
- * background tasks' scenarios, run after the others: `BENCH_S6_TASKS`, `BENCH_S7_SECONDS`,
+ * background tasks' scenarios, run after the others: `BENCH_S6_TASKS`, `BENCH_S6_KINDS=loop,worker`, `BENCH_S7_SECONDS`,
  * `BENCH_TASKS_OUT`, default bench/results/tasks.json),
  * `BENCH_SYSTEMS=leasehold,bullmq`, `BENCH_S5_NODES` (S5's sizes, default 3,9,27),
  * `BENCH_LEASE_MS` (default 5000), `BENCH_REDIS_HZ`

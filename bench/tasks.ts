@@ -23,6 +23,8 @@ const LOOP_CONCURRENCY = 50;
 const WORKER_CONCURRENCY = 2;
 const QUEUE_CONCURRENCY = 50;
 const MODULE = new URL('./workers/tasks-module.mjs', import.meta.url).href;
+/** `BENCH_S6_KINDS=loop,worker`: only those kinds (the others are reported as not run). */
+const S6_KINDS = (process.env['BENCH_S6_KINDS'] ?? 'loop,worker,queue').split(',').map((k) => k.trim());
 
 /** One side of an S6 comparison. */
 export interface ThroughputFigure {
@@ -34,7 +36,12 @@ export interface ThroughputFigure {
 /** S6's figures, by kind. */
 export interface S6Figures {
   readonly tasks: number;
-  readonly kinds: Record<'loop' | 'worker' | 'queue', { readonly leasehold: ThroughputFigure; readonly direct: ThroughputFigure; readonly concurrency: number }>;
+  /**
+   * Loop only: a bare pool with leasehold's submission API and nothing behind it (each submit
+   * awaited, a handle per task, its result awaited): what that API shape costs by itself.
+   */
+  readonly loopApiFloor?: ThroughputFigure;
+  readonly kinds: Partial<Record<'loop' | 'worker' | 'queue', { readonly leasehold: ThroughputFigure; readonly direct: ThroughputFigure; readonly concurrency: number }>>;
 }
 
 /** S7's figures: the 20 light jobs' lateness, ms. */
@@ -50,7 +57,44 @@ function rate(n: number, ms: number): number {
   return Math.round((n / ms) * 1000);
 }
 
-async function s6Loop(): Promise<{ leasehold: ThroughputFigure; direct: ThroughputFigure }> {
+/** A bare in-memory pool with `runner.submit`'s shape: `submit` resolves to a handle whose `result()` is the task's. */
+class BarePool {
+  private readonly waiting: (() => void)[] = [];
+  private running = 0;
+  private seq = 0;
+
+  constructor(private readonly concurrency: number) {}
+
+  submit<R>(run: () => Promise<R>): Promise<{ id: string; result(): Promise<R> }> {
+    let resolve!: (value: R) => void;
+    let reject!: (error: unknown) => void;
+    const done = new Promise<R>((res, rej) => ((resolve = res), (reject = rej)));
+    done.catch(() => {});
+    const start = (): void => {
+      this.running++;
+      run()
+        .then(resolve, reject)
+        .finally(() => {
+          this.running--;
+          this.waiting.shift()?.();
+        });
+    };
+    if (this.running < this.concurrency) start();
+    else this.waiting.push(start);
+    return Promise.resolve({ id: `t-${++this.seq}`, result: () => done });
+  }
+}
+
+async function s6LoopFloor(work: (n: number) => Promise<number>): Promise<ThroughputFigure> {
+  const pool = new BarePool(LOOP_CONCURRENCY);
+  const t0 = performance.now();
+  const handles: { result(): Promise<number> }[] = [];
+  for (let i = 0; i < TASKS; i++) handles.push(await pool.submit(() => work(i)));
+  await Promise.all(handles.map((h) => h.result()));
+  return { tasksPerSecond: rate(TASKS, performance.now() - t0) };
+}
+
+async function s6Loop(): Promise<{ leasehold: ThroughputFigure; direct: ThroughputFigure; floor: ThroughputFigure }> {
   const work = async (n: number): Promise<number> => {
     await null;
     return n * n;
@@ -73,7 +117,7 @@ async function s6Loop(): Promise<{ leasehold: ThroughputFigure; direct: Throughp
   await Promise.all(handles.map((h) => h.result()));
   const leasehold = { tasksPerSecond: rate(TASKS, performance.now() - t0) };
   await runner.stop();
-  return { leasehold, direct };
+  return { leasehold, direct, floor: await s6LoopFloor(work) };
 }
 
 async function s6Worker(): Promise<{ leasehold: ThroughputFigure; direct: ThroughputFigure }> {
@@ -147,27 +191,30 @@ function round2(x: number): number {
   return Math.round(x * 100) / 100;
 }
 
-/** Runs S6. */
+/** Runs S6 (the kinds of `BENCH_S6_KINDS`, all by default). */
 export async function runS6(log: (line: string) => void): Promise<S6Figures> {
-  log(`S6 loop: ${TASKS} tasks`);
-  const loop = await s6Loop();
-  log(`S6 worker: ${TASKS} tasks`);
-  const worker = await s6Worker();
-  log(`S6 queue: ${TASKS} tasks`);
-  const redis = await startBenchRedis();
-  try {
-    const queue = await s6Queue(redis);
-    return {
-      tasks: TASKS,
-      kinds: {
-        loop: { ...loop, concurrency: LOOP_CONCURRENCY },
-        worker: { ...worker, concurrency: WORKER_CONCURRENCY },
-        queue: { ...queue, concurrency: QUEUE_CONCURRENCY },
-      },
-    };
-  } finally {
-    await redis.stop();
+  const kinds: S6Figures['kinds'] = {};
+  let loopApiFloor: ThroughputFigure | undefined;
+  if (S6_KINDS.includes('loop')) {
+    log(`S6 loop: ${TASKS} tasks`);
+    const { floor, ...loop } = await s6Loop();
+    kinds.loop = { ...loop, concurrency: LOOP_CONCURRENCY };
+    loopApiFloor = floor;
   }
+  if (S6_KINDS.includes('worker')) {
+    log(`S6 worker: ${TASKS} tasks`);
+    kinds.worker = { ...(await s6Worker()), concurrency: WORKER_CONCURRENCY };
+  }
+  if (S6_KINDS.includes('queue')) {
+    log(`S6 queue: ${TASKS} tasks`);
+    const redis = await startBenchRedis();
+    try {
+      kinds.queue = { ...(await s6Queue(redis)), concurrency: QUEUE_CONCURRENCY };
+    } finally {
+      await redis.stop();
+    }
+  }
+  return { tasks: TASKS, ...(loopApiFloor ? { loopApiFloor } : {}), kinds };
 }
 
 function quantiles(xs: number[]): { p50: number; p99: number; max: number; starts: number } {
@@ -208,6 +255,10 @@ export function formatTaskTables(s6: S6Figures | undefined, s7: S7Figures | unde
     for (const [kind, f] of Object.entries(s6.kinds)) {
       const cmds = f.leasehold.redisCommandsPerTask === undefined ? '—' : `${f.leasehold.redisCommandsPerTask} / ${f.direct.redisCommandsPerTask ?? '?'}`;
       out.push(`| ${kind} | ${f.concurrency} | ${f.leasehold.tasksPerSecond} | ${f.direct.tasksPerSecond} | ${round2(f.leasehold.tasksPerSecond / f.direct.tasksPerSecond)} | ${cmds} |`);
+    }
+    const loop = s6.kinds.loop;
+    if (s6.loopApiFloor && loop) {
+      out.push('', `loop, a bare pool with the submission API alone (submit awaited, a handle and its result per task): ${s6.loopApiFloor.tasksPerSecond} tasks/s, ratio ${round2(s6.loopApiFloor.tasksPerSecond / loop.direct.tasksPerSecond)} to the direct pool`);
     }
   }
   if (s7) {

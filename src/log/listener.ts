@@ -55,10 +55,11 @@ export function attachLogListener(runner: RunnerCore, log: Logger, opts: LogList
     }),
     runner.on('taskEnded', (e) => {
       // As for jobs: per task, the first failure and the recovery, not every repeat.
+      // A success after successes says nothing: no line, and no fields made (tasks come by the thousand).
+      if (e.outcome === 'succeeded' && !failingTasks.has(e.task)) return;
       const fields = { task: e.task, taskId: e.taskId, executor: e.executor, outcome: e.outcome, durationMs: Math.round(e.durationMs), ...(e.attempt > 1 ? { attempt: e.attempt } : {}) };
       if (e.outcome === 'succeeded') {
-        const streak = failingTasks.get(e.task);
-        if (streak === undefined) return;
+        const streak = failingTasks.get(e.task) ?? 0;
         failingTasks.delete(e.task);
         log.info({ ...fields, failedTasks: streak }, 'task "%s" recovered after %d unsuccessful runs', e.task, streak);
         return;

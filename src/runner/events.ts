@@ -212,6 +212,11 @@ export class Emitter {
     };
   }
 
+  /** Whether anyone listens to `event` (so a frequent event is built only when it is heard). */
+  listens(event: keyof RunnerEvents): boolean {
+    return (this.listeners[event]?.length ?? 0) > 0;
+  }
+
   emit<K extends keyof RunnerEvents>(event: K, payload: RunnerEvents[K]): void {
     const list = this.listeners[event] as Listener<K>[] | undefined;
     if (!list) return;

@@ -41,8 +41,19 @@ export interface AttemptParams {
 /** How an attempt ended. */
 export type AttemptResult = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly outcome: RunOutcome; readonly error: unknown };
 
-/** The body of an attempt: runs the handler (here or in a worker thread) under `ctx.signal`. */
-export type AttemptBody = (ctx: TaskContext) => unknown;
+/**
+ * Where an attempt's abort can be heard without an `AbortSignal` (a thread pool forwards it to
+ * its thread): the listener is called once, with the abort's error, at once if already aborted.
+ */
+export interface AbortHook {
+  onAbort(listener: (reason: unknown) => void): void;
+}
+
+/**
+ * The body of an attempt: runs the handler (here, under `ctx.signal`, or in a worker thread,
+ * which hears the abort through `hook`).
+ */
+export type AttemptBody = (ctx: TaskContext, hook: AbortHook) => unknown;
 
 /** The context a handler gets; its signal and logger are made when first read. */
 class Context implements TaskContext {
@@ -72,7 +83,7 @@ class Context implements TaskContext {
 }
 
 /** One attempt of a task on this node. */
-export class TaskAttempt {
+export class TaskAttempt implements AbortHook {
   readonly startedAt: number;
   /** When it times out, on the monotonic clock. */
   readonly deadline: number;
@@ -85,6 +96,7 @@ export class TaskAttempt {
   private reportTimer: TimerHandle | undefined;
   private done = false;
   private log: Logger | undefined;
+  private abortListener: ((reason: unknown) => void) | undefined;
 
   constructor(
     private readonly p: AttemptParams,
@@ -101,7 +113,7 @@ export class TaskAttempt {
     let result: AttemptResult;
     try {
       await null; // the handler starts after the attempt is made, never inside its constructor
-      result = { ok: true, value: await body(new Context(this, this.p)) };
+      result = { ok: true, value: await body(new Context(this, this.p), this) };
     } catch (error) {
       result = { ok: false, outcome: 'failed', error };
     }
@@ -128,6 +140,11 @@ export class TaskAttempt {
     return this.controller.signal;
   }
 
+  onAbort(listener: (reason: unknown) => void): void {
+    if (this.abortError) listener(this.abortError);
+    else this.abortListener = listener;
+  }
+
   /** Aborts with reason `timeout`. */
   timedOut(): void {
     this.abort(ErrorCodes.timeout, `task "${this.p.task}" (${this.p.taskId}) timed out after ${formatDuration(this.p.timeoutMs)}`);
@@ -143,6 +160,7 @@ export class TaskAttempt {
     this.p.deadlines?.delete(this);
     this.abortError = new LeaseholdError(reason, detail ?? `task "${this.p.task}" (${this.p.taskId}) aborted: ${reason}`);
     this.controller?.abort(this.abortError);
+    this.abortListener?.(this.abortError);
     this.reportTimer = this.p.clock.setTimer(() => this.reportAbort(undefined), REPORT_AFTER_ABORT_MS, true);
   }
 
@@ -161,6 +179,12 @@ export class TaskAttempt {
     if (this.done) return;
     this.done = true;
     const { p } = this;
+    if (p.emitter.listens('taskEnded')) this.emitEnded(result);
+    p.onEnd(result);
+  }
+
+  private emitEnded(result: AttemptResult): void {
+    const { p } = this;
     const durationMs = Math.max(0, p.clock.monotonic() - this.startedAt);
     const error = result.ok ? undefined : result.error;
     const willRetry = !result.ok && result.outcome === 'failed' && (p.willRetry?.(error) ?? false);
@@ -177,7 +201,6 @@ export class TaskAttempt {
       cause: error,
       willRetry,
     });
-    p.onEnd(result);
   }
 }
 
@@ -185,7 +208,9 @@ export class TaskAttempt {
  * The deadlines of an executor's running attempts, on one repeating timer that runs only while
  * attempts run: a timer per task costs more than the task itself for small tasks, and an
  * executor runs at most `concurrency` at once, so a check looks at few. A deadline is met to
- * within a tick: a twentieth of the shortest timeout seen, 10 ms to 1 s.
+ * within a tick: a twentieth of the shortest timeout seen, 10 ms to 1 s. The timer is not
+ * cleared each time the last attempt ends (small tasks often leave none running for a moment);
+ * it lapses at its next tick when none runs, or at {@link Deadlines.stop}.
  */
 export class Deadlines {
   private readonly running = new Set<TaskAttempt>();
@@ -200,14 +225,19 @@ export class Deadlines {
     const tick = Math.max(10, Math.min(1_000, Math.floor((attempt.deadline - attempt.startedAt) / 20)));
     if (tick < this.tickMs) {
       this.tickMs = tick;
-      this.stopTimer();
+      this.stop();
     }
     if (this.timer === undefined) this.arm();
   }
 
   delete(attempt: TaskAttempt): void {
     this.running.delete(attempt);
-    if (this.running.size === 0) this.stopTimer();
+  }
+
+  /** Clears the timer (the executor has stopped). */
+  stop(): void {
+    if (this.timer !== undefined) this.clock.clearTimer(this.timer);
+    this.timer = undefined;
   }
 
   private arm(): void {
@@ -217,10 +247,5 @@ export class Deadlines {
       for (const attempt of this.running) if (now >= attempt.deadline) attempt.timedOut();
       if (this.running.size > 0) this.arm();
     }, this.tickMs);
-  }
-
-  private stopTimer(): void {
-    if (this.timer !== undefined) this.clock.clearTimer(this.timer);
-    this.timer = undefined;
   }
 }

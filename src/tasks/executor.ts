@@ -38,6 +38,8 @@ export interface TaskExecutor {
   readonly config: ResolvedExecutor;
   /** Accepts a task (in memory, or persisted for a queue); rejects when it cannot. */
   submit(task: NormalizedTask, payload: unknown, opts: NormalizedSubmit): Promise<TaskHandle>;
+  /** In-memory executors: accepts a task at once, or throws (what `submit` does, without a promise). */
+  accept?(task: NormalizedTask, payload: unknown, opts: NormalizedSubmit): TaskHandle;
   /** Queue executors: starts taking tasks off the queue on this node. */
   consume?(): void;
   /** Cancels a task waiting or running on this node. */
@@ -66,36 +68,42 @@ export class Counters {
 }
 
 /**
- * A task's result, settled once. Its promise is made only when someone asks for it, so a
- * fire-and-forget task's failure is never an unhandled rejection (it is logged and counted
- * instead), and a task nobody awaits costs no promise.
+ * A submitted task's handle and its result, settled once, in one object (a small task makes
+ * few). The result's promise is made only when someone asks for it (one promise, however often
+ * asked), so a fire-and-forget task's failure is never an unhandled rejection (it is logged and
+ * counted instead), and a task nobody awaits costs no promise.
  */
-export class Settlement {
-  private state: { readonly ok: boolean; readonly value: unknown } | undefined;
-  private waiters: { resolve: (v: unknown) => void; reject: (e: unknown) => void }[] | undefined;
+export class SettledHandle implements TaskHandle {
+  private settled = false;
+  private ok = false;
+  private value: unknown;
+  private promise: Promise<unknown> | undefined;
+  private settle: ((ok: boolean, value: unknown) => void) | undefined;
 
-  /** The result as a promise. */
-  promise(): Promise<unknown> {
-    const state = this.state;
-    if (state) return state.ok ? Promise.resolve(state.value) : Promise.reject(state.value as Error);
-    return new Promise((resolve, reject) => (this.waiters ??= []).push({ resolve, reject }));
+  constructor(readonly id: string) {}
+
+  result(): Promise<never> {
+    if (!this.promise) {
+      if (this.settled) this.promise = this.ok ? Promise.resolve(this.value) : Promise.reject(this.value as Error);
+      else this.promise = new Promise((resolve, reject) => (this.settle = (ok, value) => (ok ? resolve(value) : reject(value))));
+    }
+    return this.promise as Promise<never>;
   }
 
   resolve(value: unknown): void {
-    this.settle(true, value);
+    this.end(true, value);
   }
 
   reject(error: unknown): void {
-    this.settle(false, error);
+    this.end(false, error);
   }
 
-  private settle(ok: boolean, value: unknown): void {
-    if (this.state) return;
-    this.state = { ok, value };
-    for (const w of this.waiters ?? []) {
-      if (ok) w.resolve(value);
-      else w.reject(value);
-    }
-    this.waiters = undefined;
+  private end(ok: boolean, value: unknown): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.ok = ok;
+    this.value = value;
+    this.settle?.(ok, value);
+    this.settle = undefined;
   }
 }

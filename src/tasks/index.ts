@@ -10,9 +10,10 @@ import { resolveExecutor, type ResolvedExecutor } from './config.js';
 import type { ExecutorStats, TaskExecutor } from './executor.js';
 import { LocalExecutor, type ExecutorHost } from './local.js';
 import { ThreadPool } from './pool.js';
+import type { AbortHook } from './execution.js';
 import type { ExecutorBoard } from './board.js';
 import { withTaskHook, type TaskStart } from './hooks.js';
-import { normalizeSubmit, normalizeTask, type NormalizedTask, type TaskContext, type TaskDefinition, type TaskHandle } from './task.js';
+import { normalizeSubmit, normalizeTask, type NormalizedSubmit, type NormalizedTask, type TaskContext, type TaskDefinition, type TaskHandle } from './task.js';
 
 export { defineTask, DEFAULT_EXECUTOR, type TaskDefinition, type TaskContext, type TaskHandler, type TaskHandle, type SubmitOptions } from './task.js';
 export { ExecutorKinds, EXECUTOR_ENV_DOCS, resolveExecutors, type ExecutorConfig, type ExecutorKind, type ResolvedExecutor } from './config.js';
@@ -85,8 +86,21 @@ export class Tasks {
     return [...this.registered.keys()];
   }
 
-  /** Submits a task (a definition, or the id of one registered here). */
-  async submit(taskOrId: TaskDefinition<never, unknown> | TaskDefinition | string, payload: unknown, options?: unknown): Promise<TaskHandle> {
+  /**
+   * Submits a task (a definition, or the id of one registered here). An in-memory executor
+   * accepts it at once: the promise is of a handle already made, with no further step.
+   */
+  submit(taskOrId: TaskDefinition<never, unknown> | TaskDefinition | string, payload: unknown, options?: unknown): Promise<TaskHandle> {
+    try {
+      const { executor, task, opts } = this.prepare(taskOrId, payload, options);
+      return executor.accept ? Promise.resolve(executor.accept(task, payload, opts)) : executor.submit(task, payload, opts);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+  }
+
+  /** A submission checked: its executor, its task (with the submitter's trace context) and options. */
+  private prepare(taskOrId: TaskDefinition<never, unknown> | TaskDefinition | string, payload: unknown, options: unknown): { executor: TaskExecutor; task: NormalizedTask; opts: NormalizedSubmit } {
     let task: NormalizedTask;
     if (typeof taskOrId === 'string') {
       const found = this.registered.get(taskOrId);
@@ -102,7 +116,7 @@ export class Tasks {
     if (config.kind !== 'queue' && (opts.attempts !== undefined || opts.backoffMs !== undefined)) {
       throw new LeaseholdError(ErrorCodes.invalidTask, `submit "${task.id}": options "attempts" and "backoff" apply to queue executors only; executor "${config.name}" is a ${config.kind} executor`);
     }
-    if (config.kind === 'worker') {
+    if (config.kind === 'worker' && !isPrimitive(payload)) {
       try {
         structuredClone(payload);
       } catch (err) {
@@ -111,7 +125,7 @@ export class Tasks {
     }
     // The submitter's trace context, carried by this submission (to a queue, to another node).
     const origin = this.opts.hooks?.capture();
-    return this.executor(config).submit(origin ? { ...task, origin } : task, payload, opts);
+    return { executor: this.executor(config), task: origin ? { ...task, origin } : task, opts };
   }
 
   /** Cancels a task waiting or running on this node. False when none has the id. */
@@ -175,7 +189,9 @@ export class Tasks {
     // One thread per worker job at most: a job never overlaps itself.
     this.jobPool ??= new ThreadPool({ name: 'jobs', maxThreads: 1_000, idleTimeoutMs: 60_000, clock: this.opts.clock, logger: this.opts.logger });
     const fields = { jobId: ctx.jobId, runId: ctx.runId, scheduledAt: ctx.scheduledAt, startedAt: ctx.startedAt, instanceId: ctx.instanceId, attempt: ctx.attempt, fencingToken: ctx.fencingToken };
-    return this.jobPool.run({ kind: 'job', module, id: jobId, ctx: fields }, ctx.signal);
+    const { signal } = ctx;
+    const hook: AbortHook = { onAbort: (listener) => (signal.aborted ? listener(signal.reason) : signal.addEventListener('abort', () => listener(signal.reason), { once: true })) };
+    return this.jobPool.run({ kind: 'job', module, id: jobId, ctx: fields }, hook);
   }
 
   /** Stops accepting tasks (before the runner's timer stops, so nothing new starts). */
@@ -227,15 +243,16 @@ export class Tasks {
     let executor: TaskExecutor;
     const host: ExecutorHost = this.opts;
     if (config.kind === 'loop') {
-      executor = new LocalExecutor(config, host, (task, payload, ctx) => withTaskHook(host.hooks, start(task, ctx, config.kind), () => Promise.resolve(task.run(payload, ctx))));
+      executor = new LocalExecutor(config, host, (task, payload, ctx) => withTaskHook(host.hooks, start(task, ctx, config.kind), () => task.run(payload, ctx)));
     } else if (config.kind === 'worker') {
       const pool = new ThreadPool({ name: config.name, maxThreads: config.concurrency, idleTimeoutMs: config.idleTimeoutMs, clock: host.clock, logger: host.logger });
       executor = new LocalExecutor(
         config,
         host,
-        (task, payload, ctx) => {
+        (task, payload, ctx, hook) => {
           const fields = { taskId: ctx.taskId, task: ctx.task, executor: ctx.executor, attempt: ctx.attempt, instanceId: ctx.instanceId };
-          return withTaskHook(host.hooks, start(task, ctx, config.kind), () => pool.run({ kind: 'task', module: task.module ?? '', id: task.id, payload, ctx: fields }, ctx.signal));
+          // The abort reaches the thread through the hook: no AbortSignal is made for a task that is not aborted.
+          return withTaskHook(host.hooks, start(task, ctx, config.kind), () => pool.run({ kind: 'task', module: task.module ?? '', id: task.id, payload, ctx: fields }, hook));
         },
         () => pool.close(),
       );
@@ -253,4 +270,9 @@ export class Tasks {
 /** What the hooks are told of an attempt on this node. */
 function start(task: NormalizedTask, ctx: TaskContext, kind: string): TaskStart {
   return { task: task.id, taskId: ctx.taskId, executor: ctx.executor, kind, instanceId: ctx.instanceId, attempt: ctx.attempt, origin: task.origin };
+}
+
+/** A value that a worker thread always receives as is (every primitive but a symbol clones). */
+function isPrimitive(value: unknown): boolean {
+  return value === null || (typeof value !== 'object' && typeof value !== 'function' && typeof value !== 'symbol');
 }

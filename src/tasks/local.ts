@@ -4,15 +4,15 @@
  * task to the thread pool). Deduplication ids, delays, cancel and the shutdown of SPEC 3.6.
  * @module
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { waitAtMost, type Timers, type TimerHandle } from '../clock.js';
 import type { Logger } from '../logger.js';
 import { ErrorCodes, LeaseholdError } from '../errors.js';
 import type { Emitter } from '../runner/events.js';
 import type { ResolvedExecutor } from './config.js';
 import type { TaskHooks } from './hooks.js';
-import { Deadlines, TaskAttempt, type AttemptResult } from './execution.js';
-import { Counters, Settlement, type ExecutorStats, type TaskExecutor } from './executor.js';
+import { Deadlines, TaskAttempt, type AbortHook, type AttemptResult } from './execution.js';
+import { Counters, SettledHandle, type ExecutorStats, type TaskExecutor } from './executor.js';
 import type { NormalizedSubmit, NormalizedTask, TaskContext, TaskHandle } from './task.js';
 
 /** What an executor needs from the node. */
@@ -25,16 +25,15 @@ export interface ExecutorHost {
   readonly hooks?: TaskHooks;
 }
 
-/** Runs one task's handler under its attempt's signal (here, or in a worker thread). */
-export type LocalBody = (task: NormalizedTask, payload: unknown, ctx: TaskContext) => unknown;
+/** Runs one task's handler: here under `ctx.signal`, or in a worker thread told of the abort through `hook`. */
+export type LocalBody = (task: NormalizedTask, payload: unknown, ctx: TaskContext, hook: AbortHook) => unknown;
 
 interface Entry {
   readonly taskId: string;
   readonly task: NormalizedTask;
   readonly payload: unknown;
   readonly timeoutMs: number;
-  readonly settlement: Settlement;
-  readonly handle: TaskHandle;
+  readonly handle: SettledHandle;
   delay: TimerHandle | undefined;
   attempt: TaskAttempt | undefined;
   cancelled: boolean;
@@ -49,6 +48,9 @@ export class LocalExecutor implements TaskExecutor {
   private readonly byId = new Map<string, Entry>();
   private readonly counters = new Counters();
   private readonly deadlines: Deadlines;
+  /** Task ids made here: a random prefix of this executor and a sequence number (a UUID per task costs more than a small task). */
+  private readonly idPrefix = randomBytes(8).toString('hex');
+  private idSeq = 0;
   private accepting = true;
   /** After the grace: nothing more starts. */
   private closed = false;
@@ -86,15 +88,13 @@ export class LocalExecutor implements TaskExecutor {
     if (this.queued >= config.queueLimit) {
       throw new LeaseholdError(ErrorCodes.queueFull, `executor "${config.name}": task "${task.id}" not accepted, ${this.queued} tasks wait already (queueLimit ${config.queueLimit})`);
     }
-    const taskId = opts.id ?? randomUUID();
-    const settlement = new Settlement();
+    const taskId = opts.id ?? `${this.idPrefix}-${++this.idSeq}`;
     const entry: Entry = {
       taskId,
       task,
       payload,
       timeoutMs: opts.timeoutMs ?? task.timeoutMs ?? config.timeoutMs,
-      settlement,
-      handle: { id: taskId, result: () => settlement.promise() as Promise<never> },
+      handle: new SettledHandle(taskId),
       delay: undefined,
       attempt: undefined,
       cancelled: false,
@@ -158,6 +158,7 @@ export class LocalExecutor implements TaskExecutor {
     for (const entry of running) entry.attempt?.abort(ErrorCodes.shutdown, `task "${entry.task.id}" (${entry.taskId}) interrupted by the shutdown`);
     if (running.length > 0) await waitAtMost(clock, new Promise<void>((resolve) => (this.onIdle = resolve)), 1_000);
     for (const entry of running) entry.attempt?.reportAbort(undefined);
+    this.deadlines.stop();
     await this.onClose();
     return interrupted;
   }
@@ -206,14 +207,14 @@ export class LocalExecutor implements TaskExecutor {
           this.pump();
         },
       },
-      (ctx) => this.body(entry.task, entry.payload, ctx),
+      (ctx, hook) => this.body(entry.task, entry.payload, ctx, hook),
     );
   }
 
   private settle(entry: Entry, r: AttemptResult): void {
     this.counters.add(r.ok ? 'succeeded' : r.outcome);
-    if (r.ok) entry.settlement.resolve(r.value);
-    else entry.settlement.reject(r.error);
+    if (r.ok) entry.handle.resolve(r.value);
+    else entry.handle.reject(r.error);
   }
 
   /** Ends a task that never started, with an abort's outcome. */
@@ -227,7 +228,7 @@ export class LocalExecutor implements TaskExecutor {
     const error = new LeaseholdError(reason, message);
     const { config, host } = this;
     host.emitter.emit('taskEnded', { executor: config.name, kind: config.kind, task: entry.task.id, taskId: entry.taskId, instanceId: host.instanceId, outcome, attempt: 1, durationMs: 0, error: message, cause: error, willRetry: false });
-    entry.settlement.reject(error);
+    entry.handle.reject(error);
     this.pump();
   }
 }

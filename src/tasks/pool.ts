@@ -6,11 +6,13 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import { BroadcastChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { Timers, TimerHandle } from '../clock.js';
 import type { Logger } from '../logger.js';
 import { ErrorCodes, LeaseholdError, errorMessage, isLeaseholdError } from '../errors.js';
+import type { AbortHook } from './execution.js';
 import { LOG_LEVELS, type AbortMessage, type LogMessage, type ThreadAnswer, type ThreadRequest } from './thread.js';
 
 /** How long a thread whose handler was aborted gets to return before it is terminated. */
@@ -66,39 +68,49 @@ export class ThreadPool {
   }
 
   /**
-   * Runs a handler in a thread. `signal`'s abort is passed to the handler's signal, and the
-   * thread is terminated if it has not answered after the grace; the promise then rejects with
-   * the signal's reason.
+   * Runs a handler in a thread. An abort heard through `hook` is passed to the handler's signal,
+   * and the thread is terminated if it has not answered after the grace; the promise then
+   * rejects with the abort's reason.
    */
-  async run(request: Omit<ThreadRequest, 'seq' | 'channel' | 'levels'>, signal: AbortSignal): Promise<unknown> {
+  async run(request: Omit<ThreadRequest, 'seq' | 'channel' | 'levels'>, hook: AbortHook): Promise<unknown> {
     const { opts } = this;
     const pool = this.open();
     const seq = ++this.seq;
-    const terminate = new AbortController();
+    // piscina's documented `signal` may be any EventEmitter that emits 'abort': lighter per task than an AbortController.
+    const terminate = new EventEmitter();
+    let aborted: { readonly reason: unknown } | undefined;
+    let terminated = false;
+    let settled = false;
     let timer: TimerHandle | undefined;
-    const onAbort = (): void => {
-      const reason: unknown = signal.reason;
+    hook.onAbort((reason) => {
+      if (settled || aborted) return;
+      aborted = { reason };
       const code = isLeaseholdError(reason) ? reason.code : ErrorCodes.cancelled;
       const message: AbortMessage = { type: 'abort', seq, code, message: errorMessage(reason) };
       this.down?.postMessage(message);
-      timer = opts.clock.setTimer(() => terminate.abort(reason), opts.terminateGraceMs ?? TERMINATE_GRACE_MS, true);
-    };
-    if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
+      timer = opts.clock.setTimer(
+        () => {
+          terminated = true;
+          terminate.emit('abort');
+        },
+        opts.terminateGraceMs ?? TERMINATE_GRACE_MS,
+        true,
+      );
+    });
     try {
       const levels = LOG_LEVELS.filter((l) => opts.logger.isLevelEnabled(l));
       let answer: ThreadAnswer;
       try {
-        answer = (await pool.run({ ...request, seq, channel: this.channel, levels }, { signal: terminate.signal })) as ThreadAnswer;
+        answer = (await pool.run({ ...request, seq, channel: this.channel, levels }, { signal: terminate })) as ThreadAnswer;
       } catch (err) {
-        if (terminate.signal.aborted) throw signal.reason;
+        if (terminated && aborted) throw aborted.reason;
         throw new LeaseholdError(ErrorCodes.invalidTask, `${request.kind} "${request.id}" on worker executor "${opts.name}": ${errorMessage(err)}`, { cause: err });
       }
       if (answer.ok) return answer.value;
       if (answer.code !== undefined) throw new LeaseholdError(answer.code, String(answer.error));
       throw answer.error;
     } finally {
-      signal.removeEventListener('abort', onAbort);
+      settled = true;
       if (timer !== undefined) opts.clock.clearTimer(timer);
     }
   }

@@ -122,13 +122,15 @@ export interface NormalizedSubmit {
 
 const SUBMIT_KEYS = new Set(['delay', 'id', 'attempts', 'backoff', 'timeout']);
 
+/** A submission without options (the common case: no object made per task). */
+const NO_OPTIONS: NormalizedSubmit = Object.freeze({ delayMs: 0, id: undefined, attempts: undefined, backoffMs: undefined, timeoutMs: undefined });
+
 /** Checks a submission's options. */
 export function normalizeSubmit(task: string, opts: unknown): NormalizedSubmit {
-  const name = JSON.stringify(task);
+  if (opts === undefined) return NO_OPTIONS;
   const bad = (field: string, message: string): never => {
-    throw new LeaseholdError(ErrorCodes.invalidTask, `submit ${name}: option "${field}": ${message}`);
+    throw new LeaseholdError(ErrorCodes.invalidTask, `submit ${JSON.stringify(task)}: option "${field}": ${message}`);
   };
-  if (opts === undefined) return { delayMs: 0, id: undefined, attempts: undefined, backoffMs: undefined, timeoutMs: undefined };
   if (typeof opts !== 'object' || opts === null || Array.isArray(opts)) bad('options', `must be an object, got ${describe(opts)}`);
   const o = opts as Record<string, unknown>;
   for (const key of Object.keys(o)) if (!SUBMIT_KEYS.has(key)) bad(key, `unknown option (known: ${[...SUBMIT_KEYS].join(', ')})`);

@@ -57,8 +57,24 @@ function find(mod: Record<string, unknown>, kind: 'task' | 'job', id: string): {
 
 /** The pool's channels in this thread, by name: aborts come down one, log lines go up the other. */
 const channels = new Map<string, { up: BroadcastChannel; down: BroadcastChannel }>();
-/** The controllers of the handlers running in this thread, by request number. */
-const running = new Map<number, AbortController>();
+/** The handlers running in this thread, by request number: their abort, made when the handler reads its signal or an abort comes. */
+const running = new Map<number, Running>();
+
+/** A handler's abort in this thread. */
+class Running {
+  private controller: AbortController | undefined;
+
+  get signal(): AbortSignal {
+    return (this.controller ??= new AbortController()).signal;
+  }
+
+  abort(reason: LeaseholdError): void {
+    (this.controller ??= new AbortController()).abort(reason);
+  }
+}
+
+/** What a module exports, by module, kind and id: found once per thread. */
+const found = new Map<string, { run: (...args: unknown[]) => unknown } | undefined>();
 
 function channelsOf(name: string): { up: BroadcastChannel; down: BroadcastChannel } {
   let c = channels.get(name);
@@ -101,9 +117,9 @@ function portLogger(req: ThreadRequest, bindings: Record<string, unknown>): Logg
 
 /** Runs one task or job handler; piscina calls this for each request. */
 export default async function runInThread(req: ThreadRequest): Promise<ThreadAnswer> {
-  const controller = new AbortController();
+  const abort = new Running();
   channelsOf(req.channel);
-  running.set(req.seq, controller);
+  running.set(req.seq, abort);
   try {
     let mod: Record<string, unknown>;
     try {
@@ -111,8 +127,10 @@ export default async function runInThread(req: ThreadRequest): Promise<ThreadAns
     } catch (err) {
       return { ok: false, code: ErrorCodes.invalidModule, error: `${req.kind} "${req.id}": its module ${req.module} failed to load in a worker thread: ${errorMessage(err)}` };
     }
-    const found = find(mod, req.kind, req.id);
-    if (!found) return { ok: false, code: ErrorCodes.unknownTask, error: `${req.kind} "${req.id}": its module ${req.module} does not export it (a worker thread finds a ${req.kind} among the module's exports, or in an exported array)` };
+    const key = `${req.kind}\u0000${req.id}\u0000${req.module}`;
+    if (!found.has(key)) found.set(key, find(mod, req.kind, req.id));
+    const handler = found.get(key);
+    if (!handler) return { ok: false, code: ErrorCodes.unknownTask, error: `${req.kind} "${req.id}": its module ${req.module} does not export it (a worker thread finds a ${req.kind} among the module's exports, or in an exported array)` };
     const c = req.ctx;
     const attempt = typeof c['attempt'] === 'number' && c['attempt'] > 1 ? { attempt: c['attempt'] } : {};
     // The bindings the node's own logger would give: the task's, or the run's.
@@ -120,13 +138,15 @@ export default async function runInThread(req: ThreadRequest): Promise<ThreadAns
     let log: Logger | undefined;
     const ctx = {
       ...c,
-      signal: controller.signal,
+      get signal(): AbortSignal {
+        return abort.signal;
+      },
       get log(): Logger {
         return (log ??= portLogger(req, bindings));
       },
       submit: (): Promise<never> => Promise.reject(new LeaseholdError(ErrorCodes.invalidTask, `${req.kind} "${req.id}": ctx.submit is not available on a worker thread; submit from a job or task on the event loop`)),
     };
-    const value: unknown = req.kind === 'task' ? await found.run(req.payload, ctx) : await found.run(ctx);
+    const value: unknown = req.kind === 'task' ? await handler.run(req.payload, ctx) : await handler.run(ctx);
     return { ok: true, value };
   } catch (error) {
     return { ok: false, error };

@@ -77,6 +77,7 @@ export function taskTracer(tracer: Tracer = trace.getTracer(TRACER_NAME)): TaskT
       return { call: (handler) => context.with(inSpan, handler) };
     },
     ended(e: TaskEndedEvent): void {
+      if (open.size === 0) return; // no span begun (no SDK): nothing to look up
       const k = key(e.executor, e.taskId, e.attempt);
       const span = open.get(k);
       if (!span) return;
