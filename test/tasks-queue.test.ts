@@ -102,7 +102,12 @@ test('kill -9 of a node mid-task: every task still completes, and only the tasks
   const starts = new Map<string, Line[]>();
   for (const l of lines.filter((x) => x.ev === 'start')) starts.set(l.id, [...(starts.get(l.id) ?? []), l]);
   const rerun = [...starts].filter(([, s]) => s.length > 1).map(([id]) => id);
-  assert.deepEqual(rerun.sort(), [...inFlight].sort(), `re-runs (${rerun.length}) are exactly the tasks in flight on the dead node (${inFlight.size})`);
+  // In flight on the dead node: its tasks whose handler had not ended, and any whose handler had
+  // ended but whose completion BullMQ had not yet recorded when the node died (a few ms).
+  const ranOnDead = new Set(atKill.filter((l) => l.inst === 'node-c' && l.ev === 'start').map((l) => l.id));
+  assert.deepEqual([...inFlight].filter((id) => !rerun.includes(id)), [], 'every task whose handler had not ended ran again');
+  assert.deepEqual(rerun.filter((id) => !ranOnDead.has(id)), [], `re-runs (${rerun.length}) are all of tasks the dead node had taken (${inFlight.size} not ended)`);
+  assert.ok(rerun.length <= inFlight.size + 4, `re-runs ${rerun.length}: the unended ${inFlight.size} and at most the completions of the node's last moments (concurrency 4)`);
   for (const id of rerun) {
     const again = starts.get(id)?.at(-1);
     assert.notEqual(again?.inst, 'node-c');
