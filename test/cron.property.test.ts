@@ -14,6 +14,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { parseCron } from '../src/cron/index.js';
+import { cronTrigger } from '../src/schedule/trigger.js';
 import { isLeaseholdError } from '../src/errors.js';
 
 type Item =
@@ -302,5 +303,25 @@ describe('parseCron never throws anything but a LeaseholdError', () => {
   });
   test('any value as expression, any string as zone', () => {
     fc.assert(fc.property(fc.anything(), fc.option(fc.string({ maxLength: 20 }), { nil: undefined }), (x, zone) => onlyLeasehold(x, zone)), { numRuns: 500 });
+  });
+});
+
+describe("a cron trigger's remembered answers", () => {
+  test('equal the schedule asked afresh, whatever the order of the questions (back in time, repeats, far jumps)', () => {
+    const exprs = ['*/10 * * * * *', '0 0 * * * *', '0 0 9-17 * * MON-FRI', '0 30 2 * * *', '0 0 0 29 2 *', '0 0 0 31 6 *'];
+    const zones = ['UTC', 'Europe/Berlin', 'America/New_York'];
+    const base = Date.parse('2026-03-01T00:00:00Z');
+    fc.assert(
+      fc.property(fc.constantFrom(...exprs), fc.constantFrom(...zones), fc.array(fc.oneof(fc.integer({ min: 0, max: 400 * 86_400_000 }), fc.integer({ min: 0, max: 60_000 })), { minLength: 1, maxLength: 40 }), (expr, zone, offsets) => {
+        // A fresh key, so no other test's answers are remembered.
+        const remembered = cronTrigger(expr, zone, `property ${Math.random()}`);
+        const plain = parseCron(expr, { zone });
+        for (const o of offsets) {
+          const at = base + o;
+          assert.equal(remembered.next(at), plain.next(new Date(at))?.getTime() ?? null, `${expr} in ${zone} after ${new Date(at).toISOString()}`);
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 });
