@@ -15,9 +15,10 @@ const redisAnswers = ping;
 
 async function quickstart(): Promise<{ node: NodeProc; redisPort: number; httpPort: number }> {
   const node = spawnLeasehold(['start', '--jobs', 'examples/jobs.ts', '--private-redis'], { REDIS_URL: undefined, PORT: '0', LOG_LEVEL: 'info' });
-  const started = await node.waitFor((l) => String(l['msg']).includes('private redis-server'), 15_000);
+  // A .ts jobs module is compiled at start: slow on a loaded machine.
+  const started = await node.waitFor((l) => String(l['msg']).includes('private redis-server'), 30_000);
   const redisPort = Number(/127\.0\.0\.1:(\d+)/.exec(String(started['msg']))?.[1]);
-  const listening = await node.waitFor((l) => typeof l['port'] === 'number', 15_000);
+  const listening = await node.waitFor((l) => typeof l['port'] === 'number', 30_000);
   return { node, redisPort, httpPort: Number(listening['port']) };
 }
 

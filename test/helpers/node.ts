@@ -67,7 +67,11 @@ export function spawnLeasehold(args: string[], env: Record<string, string | unde
   );
   const waitFor = (pred: (l: Record<string, unknown>) => boolean, ms = 10_000) =>
     new Promise<Record<string, unknown>>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no matching log line within ${ms} ms; stderr: ${err.slice(-500)}; stdout tail: ${out.slice(-1500)}`)), ms);
+      const timer = setTimeout(() => {
+        // The test has failed: a process left running would keep the test file from ever ending.
+        child.kill('SIGKILL');
+        reject(new Error(`no matching log line within ${ms} ms; stderr: ${err.slice(-500)}; stdout tail: ${out.slice(-1500)}`));
+      }, ms);
       const check = (): void => {
         const hit = lines.find(pred);
         if (hit) {
