@@ -2,6 +2,7 @@
  * Spawns real `leasehold` processes (the built CLI) and reads their JSON log lines.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { after } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 /** The repository root. */
@@ -24,6 +25,11 @@ export interface NodeProc {
 
 const children = new Set<ChildProcess>();
 process.on('exit', () => {
+  for (const c of children) c.kill('SIGKILL');
+});
+// A node a failed test left running would hold the test file open (its pipes), so the process
+// never exits: once the file's tests are done, whatever still runs is killed.
+after(() => {
   for (const c of children) c.kill('SIGKILL');
 });
 
