@@ -34,6 +34,14 @@ export interface Clock {
   clearTimer?(handle: TimerHandle): void;
 }
 
+/**
+ * Runs `fn` at the next turn of the event loop, once pending I/O (sockets, replies) has been
+ * handled. Not a timer: no time passes, so it is the same under any {@link Clock}.
+ */
+export function nextTurn(fn: () => void): void {
+  setImmediate(fn);
+}
+
 /** A clock with every method: what leasehold's modules take. */
 export type Timers = Required<Clock>;
 

@@ -270,3 +270,29 @@ test('add() rejects a bad definition or a duplicate id with an error naming the 
   assert.throws(() => runner.add({ id: 'a', fixedRate: 1000, run: () => {} }), { code: 'duplicateJob', message: /job "a": field "id"/ });
   assert.throws(() => runner.add({ id: 'b', cron: '0 0 25 * * *', run: () => {} }), { message: /job "b": field "cron".*hour/ });
 });
+
+test('a tick of a thousand jobs is handled in slices, with the event loop free between them (I/O waits for one slice, not the tick)', async () => {
+  const { logger } = memoryLogger();
+  const runner = createRunner({ logger, instanceId: 'node-a', shutdownGrace: 0 });
+  const start = Math.ceil((Date.now() + 1_500) / 1_000) * 1_000;
+  for (let i = 0; i < 1_000; i++) runner.add({ id: `job-${i}`, cron: `${new Date(start).getUTCSeconds()} * * * * *`, run: () => {} });
+  // Starts seen at each turn of the event loop (setImmediate runs once per turn, after I/O).
+  const perTurn: number[] = [];
+  let count = 0;
+  runner.on('runStarted', () => count++);
+  await runner.start();
+  const turns = new Promise<void>((resolve) => {
+    const turn = (): void => {
+      perTurn.push(count);
+      if (count >= 1_000 || Date.now() > start + 5_000) resolve();
+      else setImmediate(turn);
+    };
+    turn();
+  });
+  await turns;
+  await runner.stop();
+  const deltas = perTurn.map((c, i) => c - (perTurn[i - 1] ?? 0)).filter((d) => d > 0);
+  assert.equal(count, 1_000, 'every job ran on the tick');
+  assert.ok(deltas.length >= 5, `the thousand starts came in ${deltas.length} turn(s): ${deltas.join(', ')}`);
+  assert.ok(Math.max(...deltas) <= 200, `at most 200 starts in one turn: ${deltas.join(', ')}`);
+});

@@ -4,7 +4,7 @@
  * from its trigger and hands each fire, and each claim retry, back to the runner when due.
  * @module
  */
-import { MAX_TIMER_MS, type TimerHandle, type Timers } from '../clock.js';
+import { MAX_TIMER_MS, nextTurn, type TimerHandle, type Timers } from '../clock.js';
 import type { ClaimMode, Coordinator } from '../lease/port.js';
 import type { Emitter } from './events.js';
 import { MinHeap } from './heap.js';
@@ -24,6 +24,9 @@ interface Entry {
 }
 
 /** What the timetable needs of the runner. */
+/** Fires handled in one turn of the event loop; a tick of more jobs is handled in slices. */
+const FIRES_PER_TURN = 200;
+
 export interface TimetableHost {
   readonly clock: Timers;
   readonly emitter: Emitter;
@@ -53,6 +56,8 @@ export class Timetable {
   private seq = 0;
   private timer: TimerHandle | undefined;
   private timerAt = Infinity;
+  /** A large tick is being handled in slices: the next slice arms the timer when it is done. */
+  private slicing = false;
 
   constructor(private readonly host: TimetableHost) {}
 
@@ -189,6 +194,7 @@ export class Timetable {
   }
 
   private arm(): void {
+    if (this.slicing) return;
     this.disarm();
     const top = this.heap.peek();
     if (!top || !this.host.isRunning) return;
@@ -209,7 +215,20 @@ export class Timetable {
     this.timerAt = Infinity;
     this.host.beforeWake();
     const now = this.host.now();
+    let handled = 0;
     for (let top = this.heap.peek(); top && top.at <= now; top = this.heap.peek()) {
+      if (++handled > FIRES_PER_TURN) {
+        // The rest of a large tick goes on at the next turn of the event loop: requests, lease
+        // extensions and claim replies waiting meanwhile are served between the slices.
+        this.host.afterWake();
+        this.disarm();
+        this.slicing = true;
+        nextTurn(() => {
+          this.slicing = false;
+          this.wake();
+        });
+        return;
+      }
       this.heap.pop();
       const { slot } = top;
       if (top.kind === 'fire' && top.seq === slot.fireSeq) this.host.fire(slot, top.tick, now);
