@@ -108,8 +108,8 @@ export function createRunnerMetrics(core: MetricsCore, opts: { processMetrics?: 
   const leaseLost = new Counter({ name: 'leasehold_lease_lost_total', help: 'Runs aborted because their lease was lost, by job.', labelNames: ['job'], registers });
   const streak = new Gauge({ name: 'leasehold_job_failing_streak', help: 'Unsuccessful runs (failed, timedOut, lockLost) in a row on this node since its last success, by job.', labelNames: ['job'], registers });
   const lastSuccess = new Gauge({ name: 'leasehold_job_last_success_timestamp_seconds', help: 'End of the last successful run on this node (epoch seconds; 0 before the first), by job.', labelNames: ['job'], registers });
-  // Kept as numbers and turned into series at a scrape: a series per job held between scrapes
-  // (its labels, its hash) was about a third of a metric-less job's memory on a 10,000-job node.
+  // Kept as numbers and turned into series at a scrape: a series held per job between scrapes
+  // (its labels object, label hash and entry) was about 120 bytes a job (1.2 MB at 10,000 jobs).
   const intervals = new Map<string, number>();
   new Gauge({
     name: 'leasehold_job_interval_seconds',
