@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
 import { ErrorCodes, LeaseholdError, errorMessage, isLeaseholdError } from '../errors.js';
 import { createLogger, logFormat } from '../log/logger.js';
-import { checkJobs, normalizeJobs, type JobDefinition } from '../schedule/job.js';
+import { assertJobs, checkJobs, type JobDefinition } from '../schedule/job.js';
 import { bindTask, expandExport } from '../decorators/register.js';
 import { createRunner, type RunnerOptions } from '../create/index.js';
 import type { TaskDefinition } from '../tasks/index.js';
@@ -55,7 +55,7 @@ function checkAllJobs(jobs: unknown[], decorated: readonly LeaseholdError[]): vo
   try {
     const firstDecorated = decorated[0];
     if (firstDecorated) throw firstDecorated;
-    normalizeJobs(jobs);
+    assertJobs(jobs);
   } catch (first) {
     if (!isLeaseholdError(first)) throw first;
     const all = [...decorated.map((e) => e.message), ...checkJobs(jobs)];

@@ -321,15 +321,15 @@ function normalizeFields(input: unknown, at: { job: string; field: string }): No
 
 /**
  * Checks a list of jobs as a runner would: each definition, and that ids are unique. Hands
- * each error to `onError` (which may throw to stop at the first) and returns the jobs that passed.
+ * each error to `onError` (which may throw to stop at the first) and each job that passed to
+ * `onJob`; keeps nothing itself (a node checks ten thousand jobs before it adds them).
  */
-function checkEach(jobs: unknown, onError: (err: LeaseholdError) => void): NormalizedJob[] {
+function checkEach(jobs: unknown, onError: (err: LeaseholdError) => void, onJob?: (job: NormalizedJob) => void): void {
   if (!Array.isArray(jobs)) {
     onError(new LeaseholdError(ErrorCodes.invalidModule, `expected an array of jobs, got ${describe(jobs)}`));
-    return [];
+    return;
   }
   const seen = new Set<string>();
-  const passed: NormalizedJob[] = [];
   for (const definition of jobs) {
     let job: NormalizedJob;
     try {
@@ -345,19 +345,31 @@ function checkEach(jobs: unknown, onError: (err: LeaseholdError) => void): Norma
       continue;
     }
     seen.add(job.id);
-    passed.push(job);
+    onJob?.(job);
   }
-  return passed;
 }
+
+const throwFirst = (err: LeaseholdError): never => {
+  throw err;
+};
 
 /**
  * Checks a list of jobs as a runner would: each definition, and that ids are unique.
  * @returns the normalized jobs, or throws the first error.
  */
 export function normalizeJobs(jobs: unknown): NormalizedJob[] {
-  return checkEach(jobs, (err) => {
-    throw err;
-  });
+  const passed: NormalizedJob[] = [];
+  checkEach(jobs, throwFirst, (job) => passed.push(job));
+  return passed;
+}
+
+/**
+ * Checks a list of jobs as a runner would, as {@link normalizeJobs} does, without keeping the
+ * normalized jobs.
+ * @throws LeaseholdError the first error.
+ */
+export function assertJobs(jobs: unknown): void {
+  checkEach(jobs, throwFirst);
 }
 
 /** Every check error of a list of jobs, so a CI run reports all at once. */

@@ -48,6 +48,8 @@ export interface EffectiveSchedule {
 }
 
 const HOUR = 3_600_000;
+/** The warnings of the many schedules that have none: one array, not one per job. */
+const NO_WARNINGS: readonly string[] = Object.freeze([]);
 
 /**
  * A cron trigger. Triggers are immutable and shared (kept in the cron cache): jobs on the same
@@ -153,20 +155,20 @@ export function resolveSchedule(
     trigger = previous?.key === key ? previous : kind === 'fixedRate' ? fixedRateTrigger(ms, anchorMs) : fixedDelayTrigger(ms);
   }
 
-  const warnings: string[] = [];
+  let warnings: string[] | undefined;
   const limit = (field: 'timeout' | 'lease', declared: number | undefined): number | undefined => {
     const raw = overrides[field];
     if (raw === undefined || raw === '') return declared;
     try {
       return parseDuration(raw, `${job.id}.${field}`);
     } catch (err) {
-      warnings.push(`${(err as Error).message}; keeping ${declared === undefined ? 'the default' : formatDuration(declared)}`);
+      (warnings ??= []).push(`${(err as Error).message}; keeping ${declared === undefined ? 'the default' : formatDuration(declared)}`);
       return declared;
     }
   };
   const timeoutMs = limit('timeout', job.timeoutMs) ?? defaultTimeout(trigger);
   const leaseMs = Math.max(200, limit('lease', job.leaseMs) ?? job.leaseMs);
-  return { trigger, timeoutMs, leaseMs, warnings };
+  return { trigger, timeoutMs, leaseMs, warnings: warnings ?? NO_WARNINGS };
 }
 
 /** SPEC 3.3: the larger of 5 minutes and 3 intervals; an hour for a cron. */

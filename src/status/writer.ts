@@ -74,7 +74,16 @@ interface Inflight {
 interface Slot {
   readonly jobId: string;
   readonly instanceScoped: boolean;
-  pending: JobBatch;
+  /** What waits to be written; made with the first thing to write (most jobs have nothing). */
+  pending: JobBatch | undefined;
+  /**
+   * When the job's fields were asked to be created and described (its registration or minute
+   * refresh), ISO: the description is read from the runner as the batch is sent, so that ten
+   * thousand jobs registered or refreshed at once do not hold ten thousand descriptions.
+   */
+  initAt: string | undefined;
+  /** Whether that refresh also writes this node's view of the schedule's validity. */
+  initCause: boolean;
   inflight: Inflight | undefined;
   scheduleKey: string | undefined;
   state: string;
@@ -124,7 +133,7 @@ export class StatsWriter {
   /** Number of jobs whose stats are not yet in Redis. */
   get backlog(): number {
     let n = 0;
-    for (const s of this.slots.values()) if (s.inflight || !s.pending.isEmpty) n++;
+    for (const s of this.slots.values()) if (hasWork(s)) n++;
     return n;
   }
 
@@ -161,7 +170,7 @@ export class StatsWriter {
   /** A job's pending batch, about to get something to write: the next write is armed. */
   private pending(jobId: string): JobBatch {
     this.wake();
-    return this.slot(jobId).pending;
+    return batchOf(this.slot(jobId), this.runsCap);
   }
 
   /**
@@ -177,10 +186,10 @@ export class StatsWriter {
     if (s) return s;
     const view = this.opts.core.job(jobId);
     const instanceScoped = (view?.job.scope ?? 'instance') === 'instance';
-    s = { jobId, instanceScoped, pending: new JobBatch(instanceScoped, this.runsCap), inflight: undefined, scheduleKey: view?.schedule?.trigger.key, state: view?.state ?? 'ok' };
+    s = { jobId, instanceScoped, pending: undefined, initAt: undefined, initCause: false, inflight: undefined, scheduleKey: view?.schedule?.trigger.key, state: view?.state ?? 'ok' };
     this.slots.set(jobId, s);
     if (view) {
-      s.pending.initialize(describeJob(view), iso(this.opts.core.now()));
+      s.initAt = iso(this.opts.core.now());
       this.wake();
     }
     this.opts.onNewJob?.(jobId);
@@ -193,31 +202,34 @@ export class StatsWriter {
     // A grid job's next tick is planned when a tick fires, so it goes with that run's write
     // (or the node that ran it writes it); only a fixedDelay's next due, planned after the
     // run's end, is written on its own.
-    s.pending.setField('nextDueAt', iso(nextDueAt), true, trigger !== undefined && trigger.kind !== 'fixedDelay');
+    const pending = batchOf(s, this.runsCap);
+    pending.setField('nextDueAt', iso(nextDueAt), true, trigger !== undefined && trigger.kind !== 'fixedDelay');
     if (trigger && trigger.key !== s.scheduleKey) {
       // A new schedule: "three scheduled fires without a success" counts from now.
-      if (s.scheduleKey !== undefined) s.pending.setField('resumedAt', iso(this.opts.core.now()));
+      if (s.scheduleKey !== undefined) pending.setField('resumedAt', iso(this.opts.core.now()));
       s.scheduleKey = trigger.key;
       const view = this.opts.core.job(jobId);
-      if (view) s.pending.describe(describeJob(view));
+      if (view) pending.describe(describeJob(view));
     }
-    if (!s.pending.isEmpty) this.wake();
+    if (!pending.isEmpty) this.wake();
   }
 
   private onJobState(jobId: string, state: string, cause: string | undefined): void {
     this.wake();
     const s = this.slot(jobId);
-    s.pending.setField('invalidCause', state === 'invalidSchedule' ? (cause ?? 'invalid schedule') : '');
-    if (state === 'ok' && s.state !== 'ok') s.pending.setField('resumedAt', iso(this.opts.core.now()));
+    const pending = batchOf(s, this.runsCap);
+    pending.setField('invalidCause', state === 'invalidSchedule' ? (cause ?? 'invalid schedule') : '');
+    if (state === 'ok' && s.state !== 'ok') pending.setField('resumedAt', iso(this.opts.core.now()));
     s.state = state;
     const view = this.opts.core.job(jobId);
-    if (view) s.pending.describe(describeJob(view));
+    if (view) pending.describe(describeJob(view));
   }
 
   /**
    * Every job's fields again: created if absent, description, and this node's view of the
    * schedule's validity (so a cause written by a node that is gone does not stay forever).
    * An installation job's are sent by the node that {@link StatsWriterOptions.refreshes} it.
+   * Only marked here: each job's fields are read as its batch is sent ({@link initialize}).
    */
   private touch(): void {
     this.wake();
@@ -226,9 +238,28 @@ export class StatsWriter {
     for (const view of this.opts.core.jobs()) {
       if (refreshes && view.job.scope === 'installation' && !refreshes(view.job.id)) continue;
       const s = this.slot(view.job.id);
-      s.pending.initialize(describeJob(view), now);
-      s.pending.setField('invalidCause', view.state === 'invalidSchedule' ? (view.invalidCause ?? 'invalid schedule') : '');
+      s.initAt = now;
+      s.initCause = true;
     }
+  }
+
+  /**
+   * The batch to send for a slot: what is pending, with the job's description (and, after a
+   * refresh, its schedule's validity) as the runner has them now, when they were asked for.
+   */
+  private initialize(s: Slot): JobBatch {
+    const batch = batchOf(s, this.runsCap);
+    s.pending = undefined;
+    const initAt = s.initAt;
+    if (initAt === undefined) return batch;
+    const view = this.opts.core.job(s.jobId);
+    if (view) {
+      batch.initialize(describeJob(view), initAt);
+      if (s.initCause) batch.setField('invalidCause', view.state === 'invalidSchedule' ? (view.invalidCause ?? 'invalid schedule') : '');
+    }
+    s.initAt = undefined;
+    s.initCause = false;
+    return batch;
   }
 
   private arm(ms: number): void {
@@ -265,7 +296,7 @@ export class StatsWriter {
     }
     // Every few hundred ms: walked without allocating, as most jobs have nothing to write.
     const due: Slot[] = [];
-    for (const s of this.slots.values()) if (s.inflight || !s.pending.isEmpty) due.push(s);
+    for (const s of this.slots.values()) if (hasWork(s)) due.push(s);
     // CHUNK jobs at a time, each chunk's batches made just before it is sent and the next one
     // only once Redis answered: a round over ten thousand jobs never holds them all in flight
     // (memory), and never holds the event loop (runs, lease watchers) for long.
@@ -274,9 +305,9 @@ export class StatsWriter {
     for (let i = 0; i < due.length; i += CHUNK) {
       const chunk = due.slice(i, i + CHUNK).map((s) => {
         if (!s.inflight) {
-          s.pending.setField('seenAt', seenAt, true);
-          s.inflight = { seq: ++this.seq, batch: s.pending.toRecord(this.opts.core.instanceId) };
-          s.pending = new JobBatch(s.instanceScoped, this.runsCap);
+          const batch = this.initialize(s);
+          batch.setField('seenAt', seenAt, true);
+          s.inflight = { seq: ++this.seq, batch: batch.toRecord(this.opts.core.instanceId) };
         }
         return { jobId: s.jobId, s, inflight: s.inflight };
       });
@@ -337,4 +368,15 @@ export class StatsWriter {
     if (this.failures > 0) this.opts.logger.info({ attempts: this.failures }, 'stats are written to Redis again');
     this.failures = 0;
   }
+}
+
+/** Whether a slot has something to send: an unacknowledged batch, fields to create, or pending stats. */
+function hasWork(s: Slot): boolean {
+  return s.inflight !== undefined || s.initAt !== undefined || (s.pending !== undefined && !s.pending.isEmpty);
+}
+
+/** A slot's pending batch, made when it first gets something. */
+function batchOf(s: Slot, runsCap: number): JobBatch {
+  s.pending ??= new JobBatch(s.instanceScoped, runsCap);
+  return s.pending;
 }

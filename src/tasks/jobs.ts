@@ -14,6 +14,9 @@ import type { Tasks } from './index.js';
  * @throws LeaseholdError `invalidJob` for a worker job without a module.
  */
 export function withThread<T>(definition: T, tasks: Pick<Tasks, 'runJob'>): T {
+  // A job on the event loop goes as it is: the runner checks it (normalizing it here too was a
+  // third copy of every definition made while a node registers its jobs).
+  if (!mayBeWorker(definition)) return definition;
   const job = normalizeJob(definition);
   if (job.thread !== 'worker') return definition;
   const module = job.module;
@@ -22,4 +25,14 @@ export function withThread<T>(definition: T, tasks: Pick<Tasks, 'runJob'>): T {
   }
   const id = job.id;
   return { ...definition, run: (ctx: JobContext) => tasks.runJob(id, module, ctx) };
+}
+
+/** Whether a definition may ask for a worker thread (a `thread` that cannot be read is checked by {@link normalizeJob}). */
+function mayBeWorker(definition: unknown): boolean {
+  if (typeof definition !== 'object' || definition === null) return false;
+  try {
+    return (definition as { thread?: unknown }).thread === 'worker';
+  } catch {
+    return true;
+  }
 }
