@@ -119,9 +119,13 @@ export class ThreadPool {
   async close(): Promise<void> {
     const pool = this.pool;
     this.pool = undefined;
-    await pool?.destroy();
-    this.down?.close();
-    this.up?.close();
-    this.down = this.up = undefined;
+    try {
+      await pool?.destroy();
+    } finally {
+      // Even if the pool failed to end a thread: an open channel would keep the process alive.
+      this.down?.close();
+      this.up?.close();
+      this.down = this.up = undefined;
+    }
   }
 }
