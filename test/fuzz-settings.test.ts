@@ -323,6 +323,8 @@ describe('a cron setting on an installation job after a long outage', () => {
     delay.disable();
     await core.stop();
     assert.equal(missed, 86_399, 'every tick of the day but the one claimed is missed');
-    assert.ok(delay.max / 1e6 < 200, `the event loop was blocked for ${(delay.max / 1e6).toFixed(0)} ms`);
+    // Walking the day's 86,400 ticks one by one blocks for seconds; a loaded test machine can
+    // stall any process for a couple of hundred ms.
+    assert.ok(delay.max / 1e6 < 600, `the event loop was blocked for ${(delay.max / 1e6).toFixed(0)} ms`);
   });
 });
