@@ -84,6 +84,11 @@ interface Slot {
   initAt: string | undefined;
   /** Whether that refresh also writes this node's view of the schedule's validity. */
   initCause: boolean;
+  /**
+   * A grid job's next tick as last planned (epoch ms, null: none), written with the job's next
+   * batch: kept as a number, so a tick of many jobs makes neither a batch nor a text per job.
+   */
+  nextDueAt: number | null | undefined;
   inflight: Inflight | undefined;
   scheduleKey: string | undefined;
   state: string;
@@ -186,7 +191,7 @@ export class StatsWriter {
     if (s) return s;
     const view = this.opts.core.job(jobId);
     const instanceScoped = (view?.job.scope ?? 'instance') === 'instance';
-    s = { jobId, instanceScoped, pending: undefined, initAt: undefined, initCause: false, inflight: undefined, scheduleKey: view?.schedule?.trigger.key, state: view?.state ?? 'ok' };
+    s = { jobId, instanceScoped, pending: undefined, initAt: undefined, initCause: false, nextDueAt: undefined, inflight: undefined, scheduleKey: view?.schedule?.trigger.key, state: view?.state ?? 'ok' };
     this.slots.set(jobId, s);
     if (view) {
       s.initAt = iso(this.opts.core.now());
@@ -202,16 +207,21 @@ export class StatsWriter {
     // A grid job's next tick is planned when a tick fires, so it goes with that run's write
     // (or the node that ran it writes it); only a fixedDelay's next due, planned after the
     // run's end, is written on its own.
-    const pending = batchOf(s, this.runsCap);
-    pending.setField('nextDueAt', iso(nextDueAt), true, trigger !== undefined && trigger.kind !== 'fixedDelay');
+    if (trigger !== undefined && trigger.kind !== 'fixedDelay') s.nextDueAt = nextDueAt;
+    else {
+      s.nextDueAt = undefined;
+      batchOf(s, this.runsCap).setField('nextDueAt', iso(nextDueAt), true);
+      this.wake();
+    }
     if (trigger && trigger.key !== s.scheduleKey) {
       // A new schedule: "three scheduled fires without a success" counts from now.
+      const pending = batchOf(s, this.runsCap);
       if (s.scheduleKey !== undefined) pending.setField('resumedAt', iso(this.opts.core.now()));
       s.scheduleKey = trigger.key;
       const view = this.opts.core.job(jobId);
       if (view) pending.describe(describeJob(view));
+      this.wake();
     }
-    if (!pending.isEmpty) this.wake();
   }
 
   private onJobState(jobId: string, state: string, cause: string | undefined): void {
@@ -250,6 +260,8 @@ export class StatsWriter {
   private initialize(s: Slot): JobBatch {
     const batch = batchOf(s, this.runsCap);
     s.pending = undefined;
+    if (s.nextDueAt !== undefined) batch.setField('nextDueAt', iso(s.nextDueAt), true, true);
+    s.nextDueAt = undefined;
     const initAt = s.initAt;
     if (initAt === undefined) return batch;
     const view = this.opts.core.job(s.jobId);
