@@ -200,3 +200,15 @@ export async function startRedis(opts: StartRedisOptions = {}): Promise<TestRedi
     },
   };
 }
+
+/**
+ * The commands Redis executed since its last `CONFIG RESETSTAT`, by name, those inside Lua
+ * scripts included, without the script calls themselves and the `CONFIG` of the reset.
+ */
+export async function commandsRun(redis: { info(section: 'commandstats'): Promise<string> }): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const [, name, n] of (await redis.info('commandstats')).matchAll(/cmdstat_(\w+):calls=(\d+),/g)) {
+    if (name !== undefined && name !== 'evalsha' && name !== 'eval' && name !== 'config') out[name] = Number(n);
+  }
+  return out;
+}
