@@ -2,43 +2,16 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import importX from 'eslint-plugin-import-x';
 import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
-import { LAYERS, MODULES, RUNNER_LEASE_FILES } from './scripts/layers.mjs';
+import layers from './scripts/eslint-layers.mjs';
 
 /**
- * The layering of src/ (scripts/layers.mjs, drawn in docs/architecture.md) as import rules:
- * for each module, every other module it may not import, and the packages it must not use.
+ * The layering of src/ (scripts/layers.mjs, drawn in docs/architecture.md): every import of
+ * every file, wherever it sits and however it is written, lands in a module its layer allows.
  */
-function layerRules() {
-  return Object.entries(LAYERS).map(([name, layer]) => {
-    const folder = name === 'create' || name === 'index' ? undefined : name;
-    const forbidden = MODULES.filter((m) => m !== name && !layer.may.includes(m) && !MODULES.slice(0, 4).includes(m));
-    // From a folder of src/ the others are `../<module>`; from a top-level file, `./<module>`.
-    const up = folder ? '..' : '.';
-    const group = forbidden.flatMap((m) => [`${up}/${m}/*`, `${up}/${m}.js`]);
-    if (name === 'runner') {
-      group.push(...['lease', 'redis-coordinator', 'watcher'].filter((f) => !RUNNER_LEASE_FILES.includes(f)).map((f) => `../lease/${f}.js`));
-    }
-    return {
-      files: folder ? [`src/${folder}/**/*.ts`] : [`src/${name}.ts`],
-      rules: {
-        'no-restricted-imports': [
-          'error',
-          {
-            paths: layer.noPackages.map((p) => ({ name: p, message: `${name}/ does not use ${p}: see docs/architecture.md` })),
-            patterns: [{ group, message: `${name} may not import this module: see docs/architecture.md (the layers)` }],
-          },
-        ],
-      },
-    };
-  });
-}
-
-/** Leaves import no other part of leasehold but errors.ts (the error class is beneath everything). */
-const leafRule = {
-  files: ['src/errors.ts', 'src/clock.ts', 'src/logger.ts', 'src/config.ts'],
-  rules: {
-    'no-restricted-imports': ['error', { patterns: [{ group: ['./*', '../*', '!./errors.js'], message: 'a leaf module imports no other part of leasehold but errors.ts: see docs/architecture.md' }] }],
-  },
+const layerRule = {
+  files: ['src/**/*.{ts,mts,cts}'],
+  plugins: { layers },
+  rules: { 'layers/imports': 'error' },
 };
 
 /** Time goes through src/clock.ts, so tests can drive all of it. */
@@ -64,7 +37,7 @@ const browserRule = {
 };
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'bench/results/**'] },
+  { ignores: ['dist/**', 'node_modules/**', 'bench/results/**', 'docs/.vitepress/cache/**', 'docs/.vitepress/dist/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -86,8 +59,7 @@ export default tseslint.config(
     },
     rules: { 'import-x/no-cycle': ['error', { ignoreExternal: true }] },
   },
-  ...layerRules(),
-  leafRule,
+  layerRule,
   timeRule,
   browserRule,
 );

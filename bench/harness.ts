@@ -8,7 +8,7 @@ import { cpus, freemem, totalmem, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { BODY_MS, FLOOR, type SystemName } from './protocol.js';
 import { redisHz } from './redis.js';
-import { SCALE_OUT_SYSTEMS, scaleOutScenarios, statusScenario, timedScenario, type BenchSettings, type TimedScenario } from './scenarios.js';
+import { SCALE_OUT_SYSTEMS, STATUS_SYSTEMS, scaleOutScenarios, statusScenario, timedScenario, type BenchSettings, type TimedScenario } from './scenarios.js';
 import { runStatus, type StatusFigures } from './status.js';
 import type { TargetCheck } from './targets.js';
 import { runTimed, type TimedFigures } from './timed.js';
@@ -82,7 +82,7 @@ export async function runBench(settings: BenchSettings, log: (line: string) => v
       if (name === 'S4') {
         const s = statusScenario(settings);
         log(`S4: ${s.description}`);
-        const compared = settings.systems.filter((sys) => sys !== FLOOR);
+        const compared = settings.systems.filter((sys) => STATUS_SYSTEMS.includes(sys));
         const systems = await runStatus(s, compared).catch((err: unknown): Partial<Record<SystemName, Failed>> => {
           log(`  failed: ${String(err)}`);
           return Object.fromEntries(compared.map((sys) => [sys, { error: String(err) }]));

@@ -5,8 +5,11 @@
  * @module
  */
 
-/** The systems compared, and `croner-alone`: one process, no coordination, the floor of S1's and S3's lateness. */
-export const SYSTEMS = ['leasehold', 'bullmq', 'croner-redlock', 'croner-alone'] as const;
+/**
+ * The systems compared (`node-cron`: node-cron 4's `distributed: true` with a Redis run
+ * coordinator), and `croner-alone`: one process, no coordination, the floor of S1's and S3's lateness.
+ */
+export const SYSTEMS = ['leasehold', 'bullmq', 'croner-redlock', 'node-cron', 'croner-alone'] as const;
 /** One of {@link SYSTEMS}. */
 export type SystemName = (typeof SYSTEMS)[number];
 /** The reference that is not a peer: it runs in S1 and S3 only, in one process. */

@@ -153,8 +153,14 @@ export function scaleOutScenarios(s: BenchSettings): TimedScenario[] {
   }));
 }
 
-/** The systems S5 compares: leasehold and the hand-written croner+redlock, whose cost grows with N. */
-export const SCALE_OUT_SYSTEMS: readonly SystemName[] = ['leasehold', 'croner-redlock'];
+/**
+ * The systems S5 compares: leasehold, and the two whose every node tries every tick, so that
+ * their cost grows with N: the hand-written croner+redlock and node-cron's distributed mode.
+ */
+export const SCALE_OUT_SYSTEMS: readonly SystemName[] = ['leasehold', 'croner-redlock', 'node-cron'];
+
+/** The systems S4 holds 10,000 jobs with (the floor is no peer; node-cron is compared in S1 to S3 and S5). */
+export const STATUS_SYSTEMS: readonly SystemName[] = ['leasehold', 'bullmq', 'croner-redlock'];
 
 /** S4 as the settings shape it. */
 export function statusScenario(s: BenchSettings): StatusScenario {

@@ -31,7 +31,24 @@ function timed(s: ScenarioResult | undefined, system: SystemName): TimedFigures 
 }
 
 function peers(s: ScenarioResult | undefined): TimedFigures[] {
-  return (['bullmq', 'croner-redlock'] as const).flatMap((p) => timed(s, p) ?? []);
+  return (['bullmq', 'croner-redlock', 'node-cron'] as const).flatMap((p) => timed(s, p) ?? []);
+}
+
+/** The figures on which leasehold is compared with each peer, lower being better for each. */
+const LEAD_FIGURES: ReadonlyArray<readonly [string, (f: TimedFigures) => number]> = [
+  ['duplicates', (f) => f.duplicates],
+  ['misses', (f) => f.misses],
+  ['p50 lateness', (f) => f.latenessMs.p50],
+  ['p99 lateness', (f) => f.latenessMs.p99],
+  ['Redis commands per run', (f) => f.redisCommandsPerRun],
+  ['Redis CPU per run', (f) => f.redisCpuMsPerRun],
+  ['worker CPU per run', (f) => f.cpuMsPerRun],
+];
+
+/** Whether leasehold is at or below `peer` on every figure of {@link LEAD_FIGURES}, and where it is not. */
+function leads(target: string, lh: TimedFigures, peer: TimedFigures): TargetCheck {
+  const behind = LEAD_FIGURES.filter(([, get]) => get(lh) > get(peer)).map(([name, get]) => `${name} ${get(lh)} vs ${get(peer)}`);
+  return check(target, behind.length === 0, behind.length === 0 ? 'at or below on every figure' : `behind on ${behind.join('; ')}`);
 }
 
 function check(target: string, met: boolean | null, detail: string): TargetCheck {
@@ -45,6 +62,8 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
   for (const name of ['S1', 'S2', 'S3']) {
     const f = timed(by(name), 'leasehold');
     if (!f) continue;
+    const nodeCron = timed(by(name), 'node-cron');
+    if (nodeCron) out.push(leads(`${name}: leasehold leads node-cron on every figure`, f, nodeCron));
     out.push(check(`${name}: leasehold duplicates 0`, f.duplicates === 0, `${f.duplicates}`));
     if (f.crash) {
       const ok = f.crash.missesBeyondLease === 0 && f.crash.inFlightRerun === 0;
@@ -99,6 +118,9 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
   for (const r of scale) {
     if (r.system !== 'leasehold' || smallest === undefined) continue;
     const at = `S5 N=${r.nodes}`;
+    const size = by(at);
+    const [lh, nodeCron] = [timed(size, 'leasehold'), timed(size, 'node-cron')];
+    if (lh && nodeCron) out.push(leads(`${at}: leasehold leads node-cron on every figure`, lh, nodeCron));
     out.push(check(`${at}: leasehold duplicates 0, misses 0`, r.duplicates === 0 && r.misses === 0, `${r.duplicates}, ${r.misses}`));
     out.push(check(`${at}: each node's share of runs within 25% of 1/N`, r.shareMin >= 0.75 && r.shareMax <= 1.25, `${r.shareMin} to ${r.shareMax} x 1/N`));
     if (r.nodes === smallest) continue;

@@ -138,9 +138,9 @@ async function taskNode(redisUrl: string): Promise<{ stop(): Promise<void> }> {
   };
 }
 
-/** Screenshots for the README: the overview and a job's page, of the example jobs (and a node of tasks). */
+/** Screenshots for the README and the docs (docs/ui-*.png): the overview and a job's page, of the example jobs (and a node of tasks). */
 async function shoot(redisUrl: string, browser: Awaited<ReturnType<typeof openBrowser>>): Promise<void> {
-  const env = { LEASEHOLD_PREFIX: 'shots', LEASEHOLD_ADMIN_TOKEN: 'screenshot-token' };
+  const env = { LEASEHOLD_PREFIX: 'shots', LEASEHOLD_ADMIN_TOKEN: 'screenshot-admin-token-0123456789' };
   const nodes = await Promise.all([
     startNode(redisUrl, 'examples/jobs.ts', { ...env, LEASEHOLD_INSTANCE_ID: 'web-1' }),
     startNode(redisUrl, 'examples/jobs.ts', { ...env, LEASEHOLD_INSTANCE_ID: 'web-2' }),
@@ -151,7 +151,7 @@ async function shoot(redisUrl: string, browser: Awaited<ReturnType<typeof openBr
     if (!first) return;
     await sleep(25_000);
     // One job paused, to show the state.
-    await fetch(`${first.base}jobs/export-batches/pause`, { method: 'POST', headers: { authorization: 'Bearer screenshot-token' } });
+    await fetch(`${first.base}jobs/export-batches/pause`, { method: 'POST', headers: { authorization: 'Bearer screenshot-admin-token-0123456789' } });
     const page = await browser.page();
     await page.setViewportSize({ width: 1280, height: 800 });
     await page.goto(`${first.base}ui`);

@@ -5,6 +5,7 @@
  */
 import type { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { getText } from '../test/helpers/deaf-clients.js';
 import { spawnLeasehold, type NodeProc } from '../test/helpers/node.js';
 import type { ChaosJobId } from './jobs.js';
 
@@ -44,8 +45,8 @@ export class Cluster {
 
   constructor(private readonly opts: ClusterOptions) {}
 
-  /** Spawns a node (does not wait; see {@link ready}). */
-  spawn(id: string, preload?: Record<string, string>): ChaosNode {
+  /** Spawns a node (does not wait; see {@link ready}); `env` is its own, over the cluster's. */
+  spawn(id: string, env?: Record<string, string>): ChaosNode {
     const proc = spawnLeasehold(['start', '--jobs', JOBS_MODULE], {
       REDIS_URL: this.opts.redisUrl,
       LEASEHOLD_PREFIX: this.opts.prefix,
@@ -57,15 +58,16 @@ export class Cluster {
       RUN_LOG: this.opts.runLog,
       CHAOS_JOBS: this.opts.jobs.join(','),
       ...this.opts.env,
-    }, preload ? { preload } : {});
+      ...env,
+    });
     const node: ChaosNode = { id, proc, frozen: false };
     this.nodes.push(node);
     return node;
   }
 
   /** Spawns a node and waits until its runner has started and its HTTP port is known. */
-  async start(id: string, ms = 20_000, preload?: Record<string, string>): Promise<ChaosNode> {
-    const node = this.spawn(id, preload);
+  async start(id: string, ms = 20_000, env?: Record<string, string>): Promise<ChaosNode> {
+    const node = this.spawn(id, env);
     await ready(node, ms);
     return node;
   }
@@ -127,9 +129,14 @@ export function portOf(node: ChaosNode): number {
 }
 
 /** GET `path` from a node, with a timeout; a connection failure is status 0. */
-export async function getJson(node: ChaosNode, path: string, ms = 5_000): Promise<JsonReply> {
+export function getJson(node: ChaosNode, path: string, ms = 5_000): Promise<JsonReply> {
+  return requestJson(node, path, { ms });
+}
+
+/** A request to a node (GET unless told), with a timeout; the body parsed as JSON when it is; a connection failure is status 0. */
+export async function requestJson(node: ChaosNode, path: string, opts: { method?: string; headers?: Record<string, string>; ms?: number } = {}): Promise<JsonReply> {
   try {
-    const res = await fetch(`http://127.0.0.1:${portOf(node)}${path}`, { signal: AbortSignal.timeout(ms) });
+    const res = await fetch(`http://127.0.0.1:${portOf(node)}${path}`, { method: opts.method ?? 'GET', headers: opts.headers ?? {}, signal: AbortSignal.timeout(opts.ms ?? 5_000) });
     const text = await res.text();
     let body: unknown = text;
     try {
@@ -141,6 +148,19 @@ export async function getJson(node: ChaosNode, path: string, ms = 5_000): Promis
   } catch (err) {
     return { status: 0, body: err instanceof Error ? err.message : String(err) };
   }
+}
+
+/**
+ * The value of one series in a node's `/metrics` (`name` with its labels as printed, e.g.
+ * `leasehold_unhandled_errors_total{kind="rejection"}`); 0 when the node does not print it,
+ * NaN when the node did not answer. Asked on a connection of its own, closed after the answer,
+ * so that the node's open sockets can be counted meanwhile.
+ */
+export async function metricOf(node: ChaosNode, series: string): Promise<number> {
+  const reply = await getText(portOf(node), '/metrics').catch(() => ({ status: 0, text: '' }));
+  if (reply.status !== 200) return NaN;
+  const line = reply.text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? 0 : Number(line.slice(series.length + 1));
 }
 
 /** Polls `GET path` until `pred` holds for the reply; returns the last reply either way. */

@@ -17,6 +17,11 @@ export interface RunLine {
   readonly reason?: string;
 }
 
+/** The file whose appearance makes the chaos job `thrower` throw on node `node` (see `jobs.ts`). */
+export function throwTrigger(runLogPath: string, node: string): string {
+  return `${runLogPath}.throw-${node}`;
+}
+
 /** Every line of the run log at `path` (none when it does not exist yet). */
 export function readRunLog(path: string): RunLine[] {
   if (!existsSync(path)) return [];

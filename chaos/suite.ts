@@ -14,12 +14,18 @@ import { nodeKill } from './scenarios/node-kill.js';
 import { redisAbsent } from './scenarios/redis-absent.js';
 import { redisRestart } from './scenarios/redis-restart.js';
 import { redisStall } from './scenarios/redis-stall.js';
+import { redisFrozenStop } from './scenarios/redis-frozen-stop.js';
 import { rollingRestart } from './scenarios/rolling-restart.js';
 import { stopClaim } from './scenarios/stop-claim.js';
 import { clockStep } from './scenarios/clock-step.js';
+import { unhandled } from './scenarios/unhandled.js';
+import { workerDeploy } from './scenarios/worker-deploy.js';
+import { corruptKeys } from './scenarios/corrupt-keys.js';
+import { corruptSettings } from './scenarios/corrupt-settings.js';
+import { slowEvents } from './scenarios/slow-events.js';
 
 /** Every scenario, in the order they run. */
-export const SCENARIOS: readonly Scenario[] = [redisAbsent, redisStall, redisRestart, nodeKill, nodeFreeze, loopBlock, rollingRestart, stopClaim, clockStep];
+export const SCENARIOS: readonly Scenario[] = [redisAbsent, redisStall, redisRestart, nodeKill, nodeFreeze, loopBlock, rollingRestart, stopClaim, clockStep, redisFrozenStop, unhandled, workerDeploy, corruptKeys, corruptSettings, slowEvents];
 
 /** Options of {@link runScenarios}. */
 export interface SuiteOptions {

@@ -35,7 +35,8 @@ runner.add(
 // /manage/jobs, /health, /metrics and the admin routes, next to the app's own.
 await app.register(runner.routes);
 await runner.start();
-await app.listen({ port: Number(process.env['PORT'] ?? 3000), host: '0.0.0.0' });
+// This machine only unless HOST says otherwise (a container sets HOST=0.0.0.0).
+await app.listen({ port: Number(process.env['PORT'] ?? 3000), host: process.env['HOST'] ?? '127.0.0.1' });
 
 let stopping = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {

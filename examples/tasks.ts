@@ -1,13 +1,15 @@
 /**
  * Background tasks on the three kinds of executor, in a fastify service: a webhook after the
- * response on the event loop (`loop`), a CPU-heavy report on worker threads (`worker`), and
- * e-mails on a durable queue that every node consumes (`queue`). Run it with
- * `npx tsx examples/tasks.ts` (REDIS_URL must point to a Redis), then
+ * response on the event loop (`loop`), a CPU-heavy report on worker threads (`worker`, its task
+ * in `examples/report.ts`), and e-mails on a durable queue that every node consumes (`queue`).
+ * Run it with `npx tsx examples/tasks.ts` (REDIS_URL must point to a Redis), then
  * `curl -X POST localhost:3000/orders/42`.
  */
-import { createHash } from 'node:crypto';
 import Fastify from 'fastify';
 import { createRunner, defineTask } from 'leasehold';
+// A worker task lives in a module without side effects: its thread imports that module, and
+// importing this one would start a second server and a second runner there.
+import { buildReport } from './report.js';
 
 /** Waits on sockets: the event loop serves many at once. */
 export const notifyWebhook = defineTask({
@@ -20,21 +22,6 @@ export const notifyWebhook = defineTask({
       signal: ctx.signal,
     }).catch((err: unknown) => ({ ok: false, status: String(err) }));
     ctx.log.info({ status: res.status }, 'webhook sent');
-  },
-});
-
-/** Burns CPU: on a worker thread it stalls neither the service nor the leases of scheduled jobs. */
-export const buildReport = defineTask({
-  id: 'build-report',
-  executor: 'reports',
-  module: import.meta.url,
-  run(order: { id: string; lines: number }, ctx) {
-    let digest = order.id;
-    for (let i = 0; i < order.lines * 10_000; i++) {
-      if (i % 100_000 === 0) ctx.signal.throwIfAborted();
-      digest = createHash('sha256').update(digest).digest('hex');
-    }
-    return { orderId: order.id, digest };
   },
 });
 
@@ -73,6 +60,7 @@ app.post<{ Params: { id: string } }>('/orders/:id', async (req) => {
 });
 await app.register(runner.routes);
 await runner.start();
-await app.listen({ port: Number(process.env['PORT'] ?? 3000), host: '0.0.0.0' });
+// This machine only unless HOST says otherwise (a container sets HOST=0.0.0.0).
+await app.listen({ port: Number(process.env['PORT'] ?? 3000), host: process.env['HOST'] ?? '127.0.0.1' });
 
 process.once('SIGTERM', () => void runner.stop().then(() => app.close()));

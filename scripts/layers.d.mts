@@ -2,4 +2,4 @@
 export declare const LEAVES: string[];
 export declare const LAYERS: Record<string, { may: string[]; noPackages: string[] }>;
 export declare const RUNNER_LEASE_FILES: string[];
-export declare const MODULES: string[];
+export declare const ADAPTER_PACKAGES: string[];

@@ -59,16 +59,25 @@ export const systemClock: Timers = {
   clearTimer: (h) => clearTimeout(h as NodeJS.Timeout),
 };
 
-/** Fills in what a clock leaves out (see {@link Clock}). */
+/** The clocks {@link completeClock} made (and the system's): completing one again gives it back. */
+const complete = new WeakSet<Clock>([systemClock]);
+
+/**
+ * Fills in what a clock leaves out (see {@link Clock}). A clock it made is returned as it is, so
+ * parts handed the same completed clock share it without another layer of calls.
+ */
 export function completeClock(clock: Clock | undefined): Timers {
   if (!clock) return systemClock;
+  if (complete.has(clock)) return clock as Timers;
   const manual = clock.setTimer !== undefined;
-  return {
+  const timers: Timers = {
     now: () => clock.now(),
     monotonic: clock.monotonic ? () => clock.monotonic?.() ?? 0 : manual ? () => clock.now() : systemClock.monotonic,
     setTimer: clock.setTimer ? (fn, ms, background) => clock.setTimer?.(fn, ms, background) : systemClock.setTimer,
     clearTimer: clock.clearTimer ? (h) => clock.clearTimer?.(h) : systemClock.clearTimer,
   };
+  complete.add(timers);
+  return timers;
 }
 
 /** Resolves after `ms` on `clock` (a background timer: it does not hold the process). */

@@ -68,7 +68,7 @@ export interface RedisSourceNames {
  * Sentinels together with the master's name. A name without Sentinels is refused, or ignored
  * where it may be left over in an environment (`loneSentinelName: 'ignored'`).
  * @returns the source given, or `undefined` for none.
- * @throws LeaseholdError `invalidConfig` naming the settings at fault.
+ * @throws LeaseholdError `invalidRedisTarget` naming the settings at fault.
  */
 export function checkRedisSource(given: RedisSourceSettings, names: RedisSourceNames, loneSentinelName: 'refused' | 'ignored' = 'refused'): RedisSource | undefined {
   const sources = (['url', 'clusterNodes', 'sentinels', 'client'] as const).filter((s) => names[s] !== undefined);
@@ -76,15 +76,15 @@ export function checkRedisSource(given: RedisSourceSettings, names: RedisSourceN
   if (set.length > 1) {
     const all = sources.map((s) => names[s]);
     throw new LeaseholdError(
-      ErrorCodes.invalidConfig,
+      ErrorCodes.invalidRedisTarget,
       `give only one of ${all.slice(0, -1).join(', ')} and ${all.at(-1) ?? ''}, not ${set.map((s) => names[s]).join(' and ')}`,
     );
   }
   if (given.sentinels !== undefined && given.sentinelName === undefined) {
-    throw new LeaseholdError(ErrorCodes.invalidConfig, `${names.sentinels} without ${names.sentinelName}: the two go together`);
+    throw new LeaseholdError(ErrorCodes.invalidRedisTarget, `${names.sentinels} without ${names.sentinelName}: the two go together`);
   }
   if (given.sentinels === undefined && given.sentinelName !== undefined && loneSentinelName === 'refused') {
-    throw new LeaseholdError(ErrorCodes.invalidConfig, `${names.sentinelName} without ${names.sentinels}: the two go together`);
+    throw new LeaseholdError(ErrorCodes.invalidRedisTarget, `${names.sentinelName} without ${names.sentinels}: the two go together`);
   }
   return set[0];
 }

@@ -31,34 +31,47 @@
 export { LeaseholdError, ErrorCodes, AbortReasonCodes, isLeaseholdError, type ErrorCode, type AbortReasonCode } from './errors.js';
 
 // Defining jobs
-export { defineJob, fromEnv, JobScopes, type JobDefinition, type JobDefinitionLike, type JobContext, type JobHandler, type JobScope, type EnvSetting } from './schedule/job.js';
-export { parseDuration, type Duration } from './schedule/duration.js';
+export {
+  defineJob,
+  JobScopes,
+  type JobDefinition,
+  type JobDefinitionBase,
+  type CronJobDefinition,
+  type FixedRateJobDefinition,
+  type FixedDelayJobDefinition,
+  type JobDefinitionLike,
+  type JobContext,
+  type JobHandler,
+  type JobScope,
+} from './schedule/job.js';
+export { fromEnv, type EnvSetting } from './schedule/setting.js';
+export { parseDuration, type Duration, type DurationUnit } from './schedule/duration.js';
 export type { RetryOptions } from './schedule/retry.js';
 export { parseCron, type CronSchedule, type ParseCronOptions } from './cron/index.js';
 
 // Jobs on class methods
 export { Scheduled, type ScheduledOptions } from './decorators/scheduled.js';
 export { Async, type AsyncOptions } from './decorators/async.js';
+export type { ScheduledDecorator, AsyncDecorator } from './decorators/modes.js';
 export type { RegisterOptions } from './decorators/register.js';
 
 // Background tasks
 export {
   defineTask,
-  ExecutorKinds,
   type TaskDefinition,
   type TaskContext,
   type TaskHandler,
   type TaskHandle,
   type SubmitOptions,
   type ExecutorConfig,
-  type ExecutorKind,
   type ExecutorStats,
+  isWorkerThread,
 } from './tasks/index.js';
-export { JobThreads, type JobThread } from './schedule/job.js';
-export type { SubmitTask, TaskReference } from './schedule/submit.js';
+export type { WorkerResourceLimits } from './schedule/limits.js';
+export { ExecutorKinds, type ExecutorKind, type JobThread, type SubmitTask, type TaskReference } from './schedule/submit.js';
 
 // Running them
-export { createRunner, type Runner, type RunnerOptions, type MetricsRegistry } from './create/index.js';
+export { createRunner, UnhandledModes, type Runner, type RunnerOptions, type MetricsRegistry, type UnhandledMode } from './create/index.js';
 export type { JobInfo } from './runner/runner.js';
 export type { Clock, TimerHandle } from './clock.js';
 export type { RedisClient } from './redis/connection.js';
@@ -83,6 +96,7 @@ export {
   type JobRemovedEvent,
   type ClockStepEvent,
   type TaskEndedEvent,
+  type WarningEvent,
 } from './runner/events.js';
 
 // The cluster's status
@@ -97,6 +111,8 @@ export type {
   StatusState,
   JobCounters,
   InstanceCounters,
+  StatusProblem,
 } from './status/model.js';
 export { StatusStates } from './status/model.js';
 export type { RecentRun } from './status/batch.js';
+export type { JobsPage, JobsQuery } from './status/page.js';

@@ -20,7 +20,7 @@ import { startRedis, type TestRedis } from './helpers/redis.js';
 
 const PREFIX = 'acl1';
 const PASSWORD = 'acl-test-secret';
-const TOKEN = 'acl-admin-token';
+const TOKEN = 'acl-admin-token-0123456789';
 const dir = mkdtempSync(join(tmpdir(), 'leasehold-acl-'));
 let server: TestRedis;
 let admin: Redis;

@@ -1,64 +1,64 @@
 /**
- * The layers of src/: the import graph between its modules obeys the table the lint is made
- * from (scripts/layers.mjs), and docs/architecture.md draws exactly that graph.
+ * The layers of src/: the import graph between its modules, seen the way the lint sees it
+ * (scripts/eslint-layers.mjs: every form of import, each resolved to the module it lands in),
+ * obeys the table in scripts/layers.mjs, and docs/architecture.md draws exactly that graph.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync, statSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { LAYERS, LEAVES, RUNNER_LEASE_FILES } from '../scripts/layers.mjs';
+import { ESLint } from 'eslint';
+import tseslint from 'typescript-eslint';
+import { forbiddenImport, importVisitors, moduleOf, targetOf } from '../scripts/eslint-layers.mjs';
+import { LEAVES } from '../scripts/layers.mjs';
 
-const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const src = join(repo, 'src');
+const repo = fileURLToPath(new URL('..', import.meta.url));
 
-function tsFiles(dir: string): string[] {
-  return readdirSync(dir).flatMap((f) => {
-    const p = join(dir, f);
-    return statSync(p).isDirectory() ? tsFiles(p) : p.endsWith('.ts') ? [p] : [];
+/** Every import written in a file of src/: [importing file, specifier]. */
+async function imports(): Promise<Array<[string, string]>> {
+  const found: Array<[string, string]> = [];
+  const collect = { create: (context: { filename: string }) => importVisitors((specifier) => found.push([context.filename, specifier])) };
+  const eslint = new ESLint({
+    cwd: repo,
+    overrideConfigFile: true,
+    allowInlineConfig: false,
+    overrideConfig: {
+      files: ['src/**/*.{ts,mts,cts}'],
+      languageOptions: { parser: tseslint.parser },
+      plugins: { graph: { rules: { collect } } },
+      rules: { 'graph/collect': 'error' },
+    },
   });
+  const results = await eslint.lintFiles(['src']);
+  assert.deepEqual(results.flatMap((r) => r.messages.map((m) => `${relative(repo, r.filePath)}: ${m.message}`)), []);
+  assert.ok(results.length > 100, `only ${results.length} files of src/ were read`);
+  return found;
 }
 
-/** A file's module: its folder under src/, or its own name at the top. */
-function moduleOf(file: string): string {
-  const parts = relative(src, file).split('/');
-  return parts.length > 1 ? (parts[0] as string) : (parts[0] as string).replace(/\.ts$/, '');
-}
+const found = await imports();
 
-/** Every import of a file of leasehold's own: [importing file, imported file]. */
-function imports(): Array<[string, string]> {
-  const out: Array<[string, string]> = [];
-  for (const file of tsFiles(src)) {
-    const text = readFileSync(file, 'utf8');
-    for (const m of text.matchAll(/(?:import|export)\s[^;]*?from\s+'(\.[^']+)'/g)) {
-      out.push([file, resolve(dirname(file), m[1] as string).replace(/\.js$/, '.ts')]);
-    }
-  }
-  return out;
-}
-
-test('every import between modules of src/ is one the layers allow', () => {
-  const wrong: string[] = [];
-  for (const [from, to] of imports()) {
-    const a = moduleOf(from);
-    const b = moduleOf(to);
-    if (a === b || LEAVES.includes(b)) continue;
-    const layer = (LAYERS as Record<string, { may: string[] }>)[a];
-    if (LEAVES.includes(a) || !layer?.may.includes(b)) wrong.push(`${relative(repo, from)} imports ${relative(repo, to)}`);
-    if (a === 'runner' && b === 'lease' && !RUNNER_LEASE_FILES.some((f) => to.endsWith(`/lease/${f}.ts`))) wrong.push(`${relative(repo, from)} reaches the Redis side of the lease: ${relative(repo, to)}`);
-  }
+test('every import of a file of src/ is one the layers allow', () => {
+  const wrong = found.flatMap(([file, specifier]) => {
+    const why = forbiddenImport(file, specifier);
+    return why === undefined ? [] : [`${relative(repo, file)}: ${why}`];
+  });
   assert.deepEqual(wrong, []);
 });
 
 test('docs/architecture.md draws the import graph of src/ as it is', () => {
   const actual = new Set<string>();
-  for (const [from, to] of imports()) {
-    const a = moduleOf(from);
-    const b = moduleOf(to);
-    if (a !== b && !LEAVES.includes(a) && !LEAVES.includes(b)) actual.add(`${a} --> ${b}`);
+  for (const [file, specifier] of found) {
+    const target = targetOf(file, specifier);
+    const a = moduleOf(file);
+    const b = target === undefined ? undefined : moduleOf(target);
+    if (a === undefined || b === undefined || a === b || LEAVES.includes(a) || LEAVES.includes(b)) continue;
+    actual.add(`${a} --> ${b}`);
   }
   const doc = readFileSync(join(repo, 'docs/architecture.md'), 'utf8');
   const block = /<!-- layers:start -->([\s\S]*?)<!-- layers:end -->/.exec(doc)?.[1] ?? '';
   const drawn = new Set([...block.matchAll(/^\s+(\w+) --> (\w+)$/gm)].map((m) => `${m[1]} --> ${m[2]}`));
-  assert.deepEqual([...drawn].sort(), [...actual].sort(), 'the diagram between the layers:start and layers:end markers');
+  const missing = [...actual].filter((e) => !drawn.has(e)).sort();
+  const stale = [...drawn].filter((e) => !actual.has(e)).sort();
+  assert.deepEqual({ missing, stale }, { missing: [], stale: [] }, 'the diagram between the layers:start and layers:end markers: draw what is missing, remove what is stale');
 });

@@ -1,7 +1,9 @@
 /**
- * The benchmark harness keeps working: S1 in its quick mode, shortened further, for every
+ * The benchmark harness keeps working: S1 in its quick mode, shortened further (6 s), for every
  * system; the results have the documented shape and leasehold runs no tick twice. S5 on two
- * nodes spreads the runs over both; the measured window lies between ticks.
+ * nodes spreads the runs over both, for leasehold and node-cron; the measured window lies
+ * between ticks. S6, a few hundred tasks per comparison, measures every side and judges each
+ * target.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,21 +13,26 @@ import { join } from 'node:path';
 import { runBench, writeResults, type BenchResults } from '../bench/harness.js';
 import { readSettings } from '../bench/scenarios.js';
 import { formatTable } from '../bench/table.js';
+import { checkTargets, formatTargets } from '../bench/targets.js';
+import { formatS6, readS6Options, runS6 } from '../bench/s6.js';
 import { scaleOutRows } from '../bench/scaleout.js';
 import { measuredWindow, type TimedFigures } from '../bench/timed.js';
 
-test('bench: S1 quick, 8 s per system, writes figures for all three systems', { timeout: 60_000 }, async () => {
+// S1 runs 6 s per system: once the processes are up (2 to 3 s), a window of two or three whole
+// periods, 40 to 60 runs each, decides the shape of the figures; the figures themselves are the
+// benchmark's to measure, over 60 s (15 s quick).
+test('bench: S1 quick, 6 s per system, writes figures for leasehold and every peer', { timeout: 120_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'leasehold-bench-test-'));
   try {
     const outFile = join(dir, 'results.json');
-    const settings = readSettings({ BENCH_QUICK: '1', BENCH_SCENARIOS: 'S1', BENCH_DURATION_S: '8' }, outFile);
+    const settings = readSettings({ BENCH_QUICK: '1', BENCH_SCENARIOS: 'S1', BENCH_DURATION_S: '6' }, outFile);
     const results = await runBench(settings, () => undefined);
     await writeResults(outFile, results);
     const written = JSON.parse(readFileSync(outFile, 'utf8')) as BenchResults;
     assert.equal(written.scenarios.length, 1);
     const s1 = written.scenarios[0];
     assert.equal(s1?.name, 'S1');
-    for (const system of ['leasehold', 'bullmq', 'croner-redlock'] as const) {
+    for (const system of ['leasehold', 'bullmq', 'croner-redlock', 'node-cron'] as const) {
       const f = s1?.systems[system] as TimedFigures | { error: string } | undefined;
       assert.ok(f !== undefined && !('error' in f), `${system}: ${JSON.stringify(f)}`);
       assert.ok(f.runs > 0, `${system} ran nothing`);
@@ -37,7 +44,14 @@ test('bench: S1 quick, 8 s per system, writes figures for all three systems', { 
     }
     const leasehold = s1?.systems.leasehold as TimedFigures;
     assert.equal(leasehold.duplicates, 0, 'leasehold ran a tick twice');
-    assert.match(formatTable(written), /S1\s+leasehold/);
+    // node-cron's coordinator sends one SET NX PX per process and fire: the losers' claims are counted.
+    const nodeCron = s1?.systems['node-cron'] as TimedFigures;
+    assert.ok((nodeCron.sentByName['set'] ?? 0) >= 1, `node-cron sent no SET: ${JSON.stringify(nodeCron.sentByName)}`);
+    assert.ok((nodeCron.perRun['notElected'] ?? 0) > 0, `no node-cron process lost a fire: ${JSON.stringify(nodeCron.perRun)}`);
+    const table = formatTable(written);
+    assert.match(table, /S1\s+leasehold/);
+    assert.match(table, /S1\s+node-cron/);
+    assert.match(formatTargets(checkTargets(written)), /S1: leasehold leads node-cron on every figure/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -61,16 +75,51 @@ test('bench: S5 runs one window per size of the cluster and reports each node sh
   const dir = mkdtempSync(join(tmpdir(), 'leasehold-bench-test-'));
   try {
     assert.throws(() => readSettings({ BENCH_S5_NODES: '3,x' }, '/x/latest.json'), /BENCH_S5_NODES: "x" is not a number of processes/);
-    const settings = readSettings({ BENCH_QUICK: '1', BENCH_SCENARIOS: 'S5', BENCH_SYSTEMS: 'leasehold', BENCH_S5_NODES: '2', BENCH_DURATION_S: '2' }, join(dir, 'r.json'));
+    const settings = readSettings({ BENCH_QUICK: '1', BENCH_SCENARIOS: 'S5', BENCH_SYSTEMS: 'leasehold,node-cron', BENCH_S5_NODES: '2', BENCH_DURATION_S: '2' }, join(dir, 'r.json'));
     const results = await runBench(settings, () => undefined);
-    const [row, ...more] = scaleOutRows(results.scenarios);
+    const [row, peer, ...more] = scaleOutRows(results.scenarios);
     assert.equal(more.length, 0);
     assert.ok(row !== undefined && row.system === 'leasehold' && row.nodes === 2, JSON.stringify(row));
     assert.ok(row.runs >= 200, `${row.runs} runs in a 2 s window of 100 jobs a second`);
     assert.equal(row.duplicates, 0);
     assert.ok(row.shareMin > 0, 'a node ran nothing: the ticks are not spread');
+    assert.ok(peer !== undefined && peer.system === 'node-cron' && peer.nodes === 2 && peer.runs >= 200, JSON.stringify(peer));
     assert.match(formatTable(results), /S5\s+leasehold\s+2/);
+    assert.match(formatTable(results), /S5\s+node-cron\s+2/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('bench: S6 runs each executor against what users install and checks the targets', { timeout: 120_000 }, async () => {
+  assert.throws(() => readS6Options({ BENCH_S6_KINDS: 'loop,x' }), /BENCH_S6_KINDS: unknown "x"/);
+  assert.equal(readS6Options({ BENCH_QUICK: '1' }).rounds, 3);
+  const s6 = await runS6({ tasks: 300, cpuTasks: 40, rounds: 1, kinds: ['loop', 'worker', 'queue'] }, () => undefined);
+  const targets = s6.comparisons.flatMap((c) => c.checks.map((k) => [`${c.kind}, ${c.task} / ${k.peer}`, k.target] as const));
+  assert.deepEqual(Object.fromEntries(targets), {
+    'loop, no-op (await null; n * n) / p-queue': 1,
+    'loop, no-op (await null; n * n) / p-queue with a 5 min timeout': 1,
+    'loop, no-op (await null; n * n) / p-limit': null,
+    'loop, no-op (await null; n * n) / plain promise pool': null,
+    'loop, no-op (await null; n * n) / submission API alone': null,
+    'worker, no-op (n * n) / piscina': 0.7,
+    'worker, 1 ms of CPU / piscina': 0.9,
+    'queue, no-op (n * n) / BullMQ': 0.9,
+  });
+  for (const c of s6.comparisons) {
+    const own = c.sides['leasehold'];
+    assert.ok(own !== undefined && own.tasksPerSecond > 0 && own.rounds.length === 1, `${c.kind} ${c.task}: ${JSON.stringify(own)}`);
+    for (const k of c.checks) {
+      const theirs = c.sides[k.peer];
+      assert.ok(theirs !== undefined && theirs.tasksPerSecond > 0, `${c.kind} ${k.peer}: ${JSON.stringify(theirs)}`);
+      assert.ok(Math.abs(k.ratio - own.tasksPerSecond / theirs.tasksPerSecond) < 0.01 + 0.01 * k.ratio, `${k.peer}: ratio ${k.ratio}`);
+      assert.equal(k.met === null, k.target === null, `${k.peer}: a target is judged, a reference is not`);
+    }
+  }
+  const queue = s6.comparisons.find((c) => c.kind === 'queue');
+  assert.ok((queue?.sides['leasehold']?.redisCommandsPerTask ?? 0) > 1 && (queue?.sides['BullMQ']?.redisCommandsPerTask ?? 0) > 1, JSON.stringify(queue?.sides));
+  assert.equal(queue?.checks[0]?.commands?.within, 1.05);
+  const table = formatS6(s6);
+  assert.equal(table.match(/\| (met|NOT MET) \(>= /g)?.length, 5, table);
+  assert.equal(table.match(/\| reference \|/g)?.length, 3, table);
 });

@@ -32,7 +32,7 @@ test('a node runs its jobs and exits 0 by itself on SIGTERM, interrupting the lo
 });
 
 test('SIGINT stops the node cleanly too', async () => {
-  const node = spawnLeasehold(['start', '--jobs', 'test/fixtures/jobs-valid.ts', '--port', '0']);
+  const node = spawnLeasehold(['start', '--jobs', 'test/fixtures/jobs-valid.ts', '--port', '0', '--local']);
   await node.waitFor((l) => l['msg'] === 'leasehold runner started');
   node.kill('SIGINT');
   assert.equal((await node.exited).code, 0);

@@ -42,7 +42,8 @@ function nodes(n: number, redis: TestRedis | undefined, stepped: (i: number) => 
     const preload = stepped(i) ? { LD_PRELOAD: FAKETIME_LIB ?? '', FAKETIME_TIMESTAMP_FILE: timeFile, FAKETIME_NO_CACHE: '1', FAKETIME_DONT_FAKE_MONOTONIC: '1' } : undefined;
     procs.push(
       spawnLeasehold(
-        ['start', '--jobs', 'test/fixtures/jobs-clock-step.mjs', '--port', '0'],
+        // Without Redis the node runs alone, and says so (its installation jobs need it).
+        ['start', '--jobs', 'test/fixtures/jobs-clock-step.mjs', '--port', '0', ...(redis ? [] : ['--local'])],
         { ...(redis ? { REDIS_URL: redis.url } : { REDIS_URL: undefined }), LEASEHOLD_PREFIX: name, LEASEHOLD_INSTANCE_ID: `n${i}`, RUN_LOG: runLog, LEASEHOLD_SHUTDOWN_GRACE: '1s', LOG_LEVEL: 'info', LOG_FORMAT: 'json' },
         preload ? { preload } : {},
       ),
@@ -77,10 +78,14 @@ async function stepScenario(spec: string, redis: TestRedis | undefined, n: numbe
   const c = nodes(n, redis, (i) => i === 0);
   try {
     await c.ready;
-    await sleep(4_000);
+    // The jobs start at once and keep their period from the first second: 3 s on, the window
+    // (from 2 s before the step) holds only runs of a running node.
+    await sleep(3_000);
     const from = monoNow();
     c.step(spec);
-    await sleep(12_000);
+    // The step is seen at the next wake (a 1 s job wakes every second) and a lease is 5 s: 8 s
+    // after it holds every wake that could repeat the warning, and a lease taken before it run out.
+    await sleep(8_000);
     const to = monoNow();
     const starts = readStarts(c.runLog);
     for (const job of JOBS) {

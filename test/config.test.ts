@@ -5,14 +5,14 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { checkInstanceId, checkPrefix, checkRedisSource, type RedisSourceNames } from '../src/config.js';
-import { isLeaseholdError } from '../src/errors.js';
+import { isLeaseholdError, type ErrorCode } from '../src/errors.js';
 
 const OPTIONS: RedisSourceNames = { url: 'redisUrl', clusterNodes: 'redisClusterNodes', sentinels: 'redisSentinels', sentinelName: 'redisSentinelName', client: 'redis' };
 const VARIABLES: RedisSourceNames = { url: 'REDIS_URL', clusterNodes: 'REDIS_CLUSTER_NODES', sentinels: 'REDIS_SENTINELS', sentinelName: 'REDIS_SENTINEL_NAME' };
 const none = { url: undefined, clusterNodes: undefined, sentinels: undefined, sentinelName: undefined };
 
-function refused(fn: () => unknown, message: RegExp): void {
-  assert.throws(fn, (err: unknown) => isLeaseholdError(err, 'invalidConfig') && message.test(err.message));
+function refused(fn: () => unknown, message: RegExp, code: ErrorCode = 'invalidConfig'): void {
+  assert.throws(fn, (err: unknown) => isLeaseholdError(err, code) && message.test(err.message));
 }
 
 describe('prefix and instance id', () => {
@@ -39,13 +39,13 @@ describe('Redis source', () => {
   });
 
   it('refuses two sources, naming every one and the ones given', () => {
-    refused(() => checkRedisSource({ ...none, url: 'redis://a:1', client: {} }, OPTIONS), /^give only one of redisUrl, redisClusterNodes, redisSentinels and redis, not redisUrl and redis$/);
-    refused(() => checkRedisSource({ ...none, url: 'redis://a:1', clusterNodes: 'a:1' }, VARIABLES), /^give only one of REDIS_URL, REDIS_CLUSTER_NODES and REDIS_SENTINELS, not REDIS_URL and REDIS_CLUSTER_NODES$/);
+    refused(() => checkRedisSource({ ...none, url: 'redis://a:1', client: {} }, OPTIONS), /^give only one of redisUrl, redisClusterNodes, redisSentinels and redis, not redisUrl and redis$/, 'invalidRedisTarget');
+    refused(() => checkRedisSource({ ...none, url: 'redis://a:1', clusterNodes: 'a:1' }, VARIABLES), /^give only one of REDIS_URL, REDIS_CLUSTER_NODES and REDIS_SENTINELS, not REDIS_URL and REDIS_CLUSTER_NODES$/, 'invalidRedisTarget');
   });
 
   it('Sentinels need the master name; a lone name is refused, or ignored where asked', () => {
-    refused(() => checkRedisSource({ ...none, sentinels: 's:1' }, VARIABLES, 'ignored'), /^REDIS_SENTINELS without REDIS_SENTINEL_NAME: the two go together$/);
-    refused(() => checkRedisSource({ ...none, sentinelName: 'main' }, OPTIONS), /^redisSentinelName without redisSentinels: the two go together$/);
+    refused(() => checkRedisSource({ ...none, sentinels: 's:1' }, VARIABLES, 'ignored'), /^REDIS_SENTINELS without REDIS_SENTINEL_NAME: the two go together$/, 'invalidRedisTarget');
+    refused(() => checkRedisSource({ ...none, sentinelName: 'main' }, OPTIONS), /^redisSentinelName without redisSentinels: the two go together$/, 'invalidRedisTarget');
     assert.equal(checkRedisSource({ ...none, url: 'redis://a:1', sentinelName: 'main' }, VARIABLES, 'ignored'), 'url');
   });
 });

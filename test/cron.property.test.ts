@@ -103,15 +103,23 @@ function render(e: Expr): string {
 const daysIn = (y: number, m: number): number => new Date(Date.UTC(y, m, 0)).getUTCDate();
 const weekday = (y: number, m: number, d: number): number => new Date(Date.UTC(y, m - 1, d)).getUTCDay();
 
+// The oracle's helpers called for every second it scans are declared once, at the top level: a
+// function declared inside them is named afresh at each call under tsx, which costs more than
+// the check itself.
+
+/** The low end of a range: 7 is Sunday, 0, in the day-of-week field. */
+function low(a: number, s: Spec): number {
+  return s.dow && a === 7 ? 0 : a;
+}
+
 /** Whether Spring number `x` is in a numeric item of a field with spec `s`. */
 function inNumItem(x: number, i: Item, s: Spec): boolean {
-  const lo = (a: number): number => (s.dow && a === 7 ? 0 : a);
   switch (i.k) {
     case 'star': return x >= s.starMin && x <= s.max;
     case 'value': return x === i.v;
-    case 'range': return x >= lo(i.a) && x <= i.b;
+    case 'range': return x >= low(i.a, s) && x <= i.b;
     case 'step': {
-      const [start, end] = i.from === 'star' ? [s.starMin, s.max] : typeof i.from === 'number' ? [i.from, s.max] : [lo(i.from[0]), i.from[1]];
+      const [start, end] = i.from === 'star' ? [s.starMin, s.max] : typeof i.from === 'number' ? [i.from, s.max] : [low(i.from[0], s), i.from[1]];
       return x >= start && x <= end && (x - start) % i.n === 0;
     }
     default: return false;
@@ -143,9 +151,13 @@ function dayMatches(w: Wall, dom: Field, month: Field, dow: Field): boolean {
   return domOk && dowOk && (month === null || month.some((i) => inNumItem(w.mo, i, MONTH)));
 }
 
+/** Whether `x` is in a field (`null`: every value). */
+function inField(x: number, f: Field, s: Spec): boolean {
+  return f === null || f.some((i) => inNumItem(x, i, s));
+}
+
 function timeMatches(w: Wall, e: Expr): boolean {
-  const ok = (x: number, f: Field, s: Spec): boolean => f === null || f.some((i) => inNumItem(x, i, s));
-  return ok(w.s, e.second, SEC) && ok(w.mi, e.minute, SEC) && ok(w.h, e.hour, HOUR);
+  return inField(w.s, e.second, SEC) && inField(w.mi, e.minute, SEC) && inField(w.h, e.hour, HOUR);
 }
 
 const ZONES = ['UTC', '+05:30', '-03:00', '+14:00', 'America/New_York', 'Europe/Berlin', 'Australia/Lord_Howe', 'America/Santiago', 'America/Havana', 'Pacific/Chatham', 'America/St_Johns', 'Asia/Kolkata'];

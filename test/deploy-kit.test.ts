@@ -1,5 +1,5 @@
 /**
- * The deploy kit run rather than parsed (SPEC 7, README "Deployment"): the topology of
+ * The deploy kit run rather than parsed (SPEC 7, docs/guide/deployment.md): the topology of
  * docker-compose.yml without Docker. A redis-server, three real `leasehold start` nodes, Debian's
  * nginx with the shipped infra/nginx/nginx.conf and Debian's Prometheus with the shipped
  * infra/prometheus/prometheus.yml and alerts.yml. Only host names and ports are substituted (and
@@ -240,7 +240,7 @@ interface Target { labels: Record<string, string>; health: string; scrapeUrl: st
 interface Alert { labels: Record<string, string>; state: string }
 
 const NODE_IDS = ['deploy-node-1', 'deploy-node-2', 'deploy-node-3'] as const;
-const ADMIN_TOKEN = 'deploy-kit-token';
+const ADMIN_TOKEN = 'deploy-kit-admin-token-0123456789';
 
 describe('the deploy kit, run on this machine', { skip, timeout: 60_000 }, () => {
   let dir = '';

@@ -115,7 +115,7 @@ test('the fastify embedding example serves the app and the runner, and shuts bot
   const port = 30_000 + Math.floor(Math.random() * 20_000);
   const child = spawn(process.execPath, ['--import', 'tsx', 'examples/embed-fastify.ts'], {
     cwd: ROOT,
-    env: { ...process.env, REDIS_URL: redis.url, PORT: String(port), LEASEHOLD_ADMIN_TOKEN: 'embed-token' },
+    env: { ...process.env, REDIS_URL: redis.url, PORT: String(port), LEASEHOLD_ADMIN_TOKEN: 'embed-admin-token-0123456789' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<number | null>((r) => child.on('exit', r));
@@ -131,7 +131,7 @@ test('the fastify embedding example serves the app and the runner, and shuts bot
   assert.ok(body, 'the runner\'s routes answer on the app\'s server');
   assert.deepEqual(body.jobs.map((j) => j.id), ['purge-sessions']);
   assert.deepEqual(await (await fetch(`http://127.0.0.1:${port}/hello`)).json(), { hello: 'world' });
-  const run = await fetch(`http://127.0.0.1:${port}/manage/jobs/purge-sessions/run`, { method: 'POST', headers: { authorization: 'Bearer embed-token' } });
+  const run = await fetch(`http://127.0.0.1:${port}/manage/jobs/purge-sessions/run`, { method: 'POST', headers: { authorization: 'Bearer embed-admin-token-0123456789' } });
   assert.equal(run.status, 202);
   child.kill('SIGTERM');
   assert.equal(await exited, 0);

@@ -1,8 +1,8 @@
 /**
  * Environment variables and flags as untrusted input (SPEC 7 and 9):
  * - `readConfig` over random environments and flags returns a configuration the node can
- *   use, or throws one `invalidConfig` line that names the variable or flag at fault and
- *   never repeats the admin token;
+ *   use, or throws one line with a code of exit status 2 that names the variable or flag at
+ *   fault and never repeats the admin token;
  * - `leasehold next` over random argument lists exits 0 with ISO lines, or 2 with one line;
  * - the CLI as real processes (`start`, `next`, `check`, `status`, an unknown command) with
  *   bad values: a clear first line on stderr, a non-zero exit, never a stack trace and never
@@ -15,8 +15,8 @@ import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { CONFIG, readConfig } from '../src/cli/config.js';
 import { runNext } from '../src/cli/next.js';
-import { isLeaseholdError } from '../src/errors.js';
-import { parseDuration } from '../src/schedule/duration.js';
+import { exitStatus, isLeaseholdError, type ErrorCode } from '../src/errors.js';
+import { readDuration } from '../src/schedule/duration.js';
 import { runLeasehold, spawnLeasehold } from './helpers/node.js';
 
 const SEED = Number(process.env['FUZZ_SEED'] ?? 0xc11);
@@ -44,7 +44,7 @@ describe('readConfig: a usable configuration, or one line naming the variable or
       try {
         config = readConfig(f, environment);
       } catch (err) {
-        assert.ok(isLeaseholdError(err, 'invalidConfig'), `threw ${String(err)}`);
+        assert.ok(isLeaseholdError(err) && exitStatus(err) === 2, `threw ${String(err)}, not a usage error`);
         assert.ok(!err.message.includes('\n'), `more than one line: ${err.message}`);
         assert.ok(!err.message.includes(TOKEN), 'the admin token is in the message');
         assert.ok(VARS.some((v) => err.message.includes(v)) || FLAGS.some((fl) => err.message.includes(`--${fl}`)), `names no variable or flag: ${err.message}`);
@@ -53,7 +53,7 @@ describe('readConfig: a usable configuration, or one line naming the variable or
       assert.ok(Number.isInteger(config.port) && config.port >= 0 && config.port <= 65535, `port ${config.port}`);
       assert.match(config.prefix, /^[A-Za-z0-9._:-]{1,64}$/);
       if (config.instanceId !== undefined) assert.match(config.instanceId, /^[A-Za-z0-9._:@-]{1,128}$/);
-      assert.doesNotThrow(() => parseDuration(config.shutdownGrace, 'grace', true), `grace ${config.shutdownGrace}`);
+      assert.doesNotThrow(() => readDuration(config.shutdownGrace, 'grace', true), `grace ${config.shutdownGrace}`);
       assert.equal(config.adminToken, withToken ? TOKEN : undefined);
       assert.ok([config.redisUrl, config.redisClusterNodes, config.redisSentinels].filter((x) => x !== undefined).length <= 1, 'two Redis sources');
       // A flag wins over its variable.
@@ -66,19 +66,24 @@ describe('readConfig: a usable configuration, or one line naming the variable or
   });
 
   test('each bad value is named by its variable', () => {
-    const cases: Array<[Record<string, string>, RegExp]> = [
+    const cases: Array<[Record<string, string>, RegExp, ErrorCode?]> = [
       [{ PORT: 'http' }, /^PORT\/--port: "http" is not a port/],
       [{ LEASEHOLD_PREFIX: 'has space' }, /^LEASEHOLD_PREFIX\/--prefix: "has space" must be/],
       [{ LEASEHOLD_INSTANCE_ID: 'a/b' }, /^LEASEHOLD_INSTANCE_ID\/--instance-id: "a\/b" must be/],
       [{ LEASEHOLD_SHUTDOWN_GRACE: 'forever' }, /^LEASEHOLD_SHUTDOWN_GRACE\/--shutdown-grace: "forever" is not a duration/],
       [{ LEASEHOLD_SHUTDOWN_GRACE: '-5s' }, /^LEASEHOLD_SHUTDOWN_GRACE\/--shutdown-grace: "-5s" is not a duration/],
-      [{ REDIS_SENTINELS: 'a:1' }, /REDIS_SENTINEL_NAME/],
-      [{ REDIS_URL: 'redis://x', REDIS_CLUSTER_NODES: 'a:1' }, /only one of REDIS_URL, REDIS_CLUSTER_NODES/],
+      [{ LEASEHOLD_EVENTS_MAX_CLIENTS: '0' }, /^LEASEHOLD_EVENTS_MAX_CLIENTS\/--events-max-clients: "0" is not a whole number from 1 to 100000$/],
+      [{ LEASEHOLD_EVENTS_MAX_CLIENTS: '100001' }, /^LEASEHOLD_EVENTS_MAX_CLIENTS\/--events-max-clients: "100001" is not a whole number/],
+      [{ LEASEHOLD_EVENTS_MAX_CLIENTS: 'many' }, /^LEASEHOLD_EVENTS_MAX_CLIENTS\/--events-max-clients: "many" is not a whole number/],
+      [{ REDIS_SENTINELS: 'a:1' }, /REDIS_SENTINEL_NAME/, 'invalidRedisTarget'],
+      [{ REDIS_URL: 'redis://x', REDIS_CLUSTER_NODES: 'a:1' }, /only one of REDIS_URL, REDIS_CLUSTER_NODES/, 'invalidRedisTarget'],
     ];
-    for (const [env, message] of cases) {
-      assert.throws(() => readConfig({}, env), (e: unknown) => isLeaseholdError(e, 'invalidConfig') && message.test(e.message), JSON.stringify(env));
+    for (const [env, message, code = 'invalidConfig'] of cases) {
+      assert.throws(() => readConfig({}, env), (e: unknown) => isLeaseholdError(e, code) && message.test(e.message), JSON.stringify(env));
     }
     assert.equal(readConfig({ 'shutdown-grace': '2s' }, { LEASEHOLD_SHUTDOWN_GRACE: 'forever' }).shutdownGrace, '2s');
+    assert.equal(readConfig({}, { LEASEHOLD_EVENTS_MAX_CLIENTS: '250' }).eventsMaxClients, 250);
+    assert.equal(readConfig({}, {}).eventsMaxClients, undefined, 'the runner\'s default');
   });
 });
 

@@ -6,7 +6,7 @@
  * - a definition that is accepted has a schedule that works: whole milliseconds, and a
  *   trigger whose next tick is a finite time after the last;
  * - a cron read from the environment has its default checked like a literal cron;
- * - `parseDuration` throws only `invalidDuration` naming what was parsed, and what it
+ * - `readDuration` throws only `invalidDuration` naming what was parsed, and what it
  *   accepts is a whole number of ms between 0 (or 1) and 2^31-1.
  * Seeded, so a failure is reproducible; set FUZZ_SEED to explore other cases.
  */
@@ -16,8 +16,9 @@ import fc from 'fast-check';
 import { pino } from 'pino';
 import { LeaseholdError, isLeaseholdError } from '../src/errors.js';
 import { createRunner } from '../src/create/index.js';
-import { formatDuration, parseDuration } from '../src/schedule/duration.js';
-import { defineJob, fromEnv, normalizeJob, type JobDefinition } from '../src/schedule/job.js';
+import { formatDuration, readDuration } from '../src/schedule/duration.js';
+import { defineJob, normalizeJob, type JobDefinition } from '../src/schedule/job.js';
+import { fromEnv, readDeclaration } from '../src/schedule/setting.js';
 import { resolveSchedule } from '../src/schedule/trigger.js';
 
 const SEED = Number(process.env['FUZZ_SEED'] ?? 0x1ea5e);
@@ -109,7 +110,7 @@ function assertRunnable(input: Record<string, unknown>): void {
   }
   let eff;
   try {
-    eff = resolveSchedule(job, {}, 0, undefined, {});
+    eff = resolveSchedule(job, readDeclaration(job.schedule, {}), {}, 0, undefined);
   } catch (err) {
     // A setting's live value is checked at each fire; its default at registration.
     assert.ok(isLeaseholdError(err), String(err));
@@ -204,7 +205,7 @@ describe('job definitions: only LeaseholdErrors that name the job and the field'
   });
 
   test('runner.add throws the same errors, and a runner with bad additions still takes good jobs', () => {
-    const runner = createRunner({ logger: pino({ level: 'silent' }), instanceId: 'fuzz-add' });
+    const runner = createRunner({ local: true, logger: pino({ level: 'silent' }), instanceId: 'fuzz-add' });
     let added = 0;
     fc.assert(fc.property(jobLike, (def) => {
       try {
@@ -229,7 +230,7 @@ describe('durations: only invalidDuration, and whole milliseconds a timer can wa
   const property = (value: unknown, allowZero: boolean): void => {
     let ms: number;
     try {
-      ms = parseDuration(value, 'job "d": field "timeout"', allowZero);
+      ms = readDuration(value, 'job "d": field "timeout"', allowZero);
     } catch (err) {
       assert.ok(isLeaseholdError(err, 'invalidDuration'), String(err));
       assert.ok(err.message.startsWith('job "d": field "timeout": '), err.message);
@@ -252,15 +253,15 @@ describe('durations: only invalidDuration, and whole milliseconds a timer can wa
         const text = `${pad}${num}${unit === '' ? '' : gap}${unit}${pad}`;
         const expected = Math.round(Number(num) * (unitMs[unit] ?? 1));
         const valid = expected <= MAX_MS && (allowZero || expected > 0);
-        if (valid) assert.equal(parseDuration(text, 'd', allowZero), expected, JSON.stringify(text));
-        else assert.throws(() => parseDuration(text, 'd', allowZero), LeaseholdError, JSON.stringify(text));
+        if (valid) assert.equal(readDuration(text, 'd', allowZero), expected, JSON.stringify(text));
+        else assert.throws(() => readDuration(text, 'd', allowZero), LeaseholdError, JSON.stringify(text));
       },
     ), params(2_000));
   });
 
-  test('formatDuration and parseDuration round-trip', () => {
+  test('formatDuration and readDuration round-trip', () => {
     fc.assert(fc.property(fc.integer({ min: 1, max: MAX_MS }), (ms) => {
-      assert.equal(parseDuration(formatDuration(ms), 'd'), ms);
+      assert.equal(readDuration(formatDuration(ms), 'd'), ms);
     }), params(1_000));
   });
 });

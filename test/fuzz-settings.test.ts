@@ -21,8 +21,8 @@ import type { Redis } from 'ioredis';
 import { parseCron } from '../src/cron/index.js';
 import type { Coordinator, HeldLease } from '../src/lease/port.js';
 import { createRunner, type Runner } from '../src/create/index.js';
-import { RunnerCore } from '../src/runner/runner.js';
-import { parseDuration } from '../src/schedule/duration.js';
+import { Scheduler } from '../src/runner/runner.js';
+import { readDuration } from '../src/schedule/duration.js';
 import type { JobStatus } from '../src/status/model.js';
 import { memoryLogger } from './helpers/log.js';
 import { spawnLeasehold } from './helpers/node.js';
@@ -84,7 +84,7 @@ function expectedState(id: Target, o: Partial<Record<Field, string>>, paused: bo
     const kind = set[0] ?? d.kind;
     try {
       if (kind === 'cron') parseCron(o.cron || (d.kind === 'cron' ? d.value : ''), { zone: o.zone || d.zone || 'UTC' });
-      else parseDuration(o[kind] || (d.kind === kind ? d.value : ''), kind);
+      else readDuration(o[kind] || (d.kind === kind ? d.value : ''), kind);
       valid = true;
     } catch {
       valid = false;
@@ -309,7 +309,7 @@ describe('a cron setting on an installation job after a long outage', () => {
       },
       close: async () => undefined,
     };
-    const core = new RunnerCore({ instanceId: 'outage', logger: memoryLogger('silent').logger, shutdownGraceMs: 100, coordinator });
+    const core = new Scheduler({ instanceId: 'outage', logger: memoryLogger('silent').logger, shutdownGraceMs: 100, coordinator });
     let missed = 0;
     core.on('missed', (e) => {
       missed += e.count;

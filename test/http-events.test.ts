@@ -10,32 +10,38 @@ import assert from 'node:assert/strict';
 import { createServer, request, type Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { StatusEvents } from '../src/http/events.js';
+import { StatusEvents, checkMaxClients } from '../src/http/events.js';
+import { isLeaseholdError } from '../src/errors.js';
 import type { ClusterStatus, JobStatus } from '../src/status/model.js';
 
 function job(id: string, extra: Partial<JobStatus> = {}): JobStatus {
   return {
     id, scope: 'installation', description: null, schedule: { kind: 'fixedRate', expression: '1s', zone: null, intervalMs: 1000 }, state: 'ok', invalidCause: null,
-    degradedReasons: [], active: true, lastRegisteredAt: null, runs: 0, succeeded: 0, failed: 0, timedOut: 0, lockLost: 0, interrupted: 0, cancelled: 0, overruns: 0, skipped: 0,
+    degradedReasons: [], active: true, lastRegisteredAt: null, runs: 0, succeeded: 0, failed: 0, timedOut: 0, lockLost: 0, lost: 0, interrupted: 0, cancelled: 0, overruns: 0, skipped: 0,
     skippedClaimed: 0, skippedPaused: 0, missed: 0, streak: 0, lastOutcome: null, lastError: null, lastStartedAt: null, lastDurationMs: null, lastInstance: null,
     lastSuccessAt: null, successDueBy: null, nextDueAt: null, createdAt: null, settings: {}, lease: null, instances: [], ...extra,
   };
 }
 
 function status(at: number, jobs: JobStatus[], instances = [{ id: 'a', host: 'h', pid: 1, version: '1', startedAt: null, lastSeenAt: null, jobs: 1 }]): ClusterStatus {
-  return { generatedAt: new Date(at).toISOString(), jobs, instances };
+  return { generatedAt: new Date(at).toISOString(), jobs, instances, problems: [] };
 }
 
 interface Frame { event: string; data: unknown }
 
-/** A client: the frames and comments it got so far. */
-function listen(port: number): { frames: Frame[]; comments: string[]; ended: Promise<void>; close(): void } {
+/** A client: the frames and comments it got so far. A `paused` one reads nothing until `resume()`. */
+function listen(port: number, path = '/', paused = false): { frames: Frame[]; comments: string[]; ended: Promise<void>; close(): void; resume(): void } {
   const frames: Frame[] = [];
   const comments: string[] = [];
   let buffer = '';
   let closeIt = (): void => undefined;
+  let resume = (): void => undefined;
   const ended = new Promise<void>((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path: '/' }, (res) => {
+    const req = request({ host: '127.0.0.1', port, path }, (res) => {
+      if (paused) {
+        res.pause();
+        resume = () => res.resume();
+      }
       res.setEncoding('utf8');
       res.on('data', (d: string) => {
         buffer += d;
@@ -56,7 +62,7 @@ function listen(port: number): { frames: Frame[]; comments: string[]; ended: Pro
     req.end();
     closeIt = () => req.destroy();
   });
-  return { frames, comments, ended, close: () => closeIt() };
+  return { frames, comments, ended, close: () => closeIt(), resume: () => resume() };
 }
 
 async function until(what: string, f: () => boolean, ms = 3_000): Promise<void> {
@@ -213,5 +219,134 @@ describe('status events with the executors', () => {
     assert.deepEqual(c.frames[1], { event: 'changes', data: { generatedAt: fixed.generatedAt, jobs: [], removed: [], executors: [row(3)] } });
     c.close();
     await c.ended;
+  });
+});
+
+describe('status events with slow clients', () => {
+  // Frames of about 3 MB: one fills the kernel's buffers of a client that does not read.
+  const description = 'x'.repeat(300_000);
+  let runs = 0;
+  const big = (): ClusterStatus => status(3_000_000 + runs * 1_000, Array.from({ length: 10 }, (_, i) => job(`big-${i}`, { description, runs })));
+  const capped = new StatusEvents({ api: { cluster: async () => status(3_000_000, [job('a')]) }, pollMs: 20, maxClients: 2 });
+  const events = new StatusEvents({ api: { cluster: async () => big() }, pollMs: 20, stallMs: 500 });
+  const patient = new StatusEvents({ api: { cluster: async () => big() }, pollMs: 20, stallMs: 30_000 });
+  let server: Server;
+  let port = 0;
+
+  before(async () => {
+    server = createServer((req, res) => (req.url === '/patient' ? patient : req.url === '/capped' ? capped : events).attach(req, res));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const a = server.address();
+    port = typeof a === 'object' && a ? a.port : 0;
+  });
+  after(async () => {
+    capped.close();
+    events.close();
+    patient.close();
+    await new Promise((r) => server.close(r));
+  });
+
+  it('the cap is a whole number from 1 to 100000, named where it is wrong', () => {
+    for (const bad of [0, -1, 1.5, Number.NaN, 100_001]) {
+      assert.throws(() => new StatusEvents({ api: { cluster: async () => big() }, maxClients: bad }), (err: unknown) => isLeaseholdError(err, 'invalidConfig') && err.message === `maxClients: ${String(bad)} is not a whole number from 1 to 100000`);
+    }
+    assert.throws(() => checkMaxClients(0, 'eventsMaxClients'), /^LeaseholdError: eventsMaxClients: 0 is not a whole number/);
+  });
+
+  it('a client beyond maxClients is answered 503 with the reason, and counted', async () => {
+    const a = listen(port, '/capped');
+    const b = listen(port, '/capped');
+    await until('both served', () => a.frames.length >= 1 && b.frames.length >= 1);
+    const answer = await new Promise<{ status: number; body: string; connection: string | undefined }>((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port, path: '/capped' }, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => (body += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body, connection: res.headers.connection }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    assert.equal(answer.status, 503);
+    assert.equal(answer.connection, 'close');
+    assert.deepEqual(JSON.parse(answer.body), {
+      statusCode: 503,
+      error: 'Service Unavailable',
+      message: 'this node serves at most 2 event streams at once (LEASEHOLD_EVENTS_MAX_CLIENTS, or the eventsMaxClients option) and all are open; try again later',
+    });
+    assert.deepEqual(capped.figures(), { clients: 2, refused: 1, dropped: 0 });
+    a.close();
+    b.close();
+    await Promise.all([a.ended, b.ended]);
+    await until('both gone', () => capped.listening === 0);
+  });
+
+  it('a client that does not read is disconnected once its socket has taken nothing for the stall time', async () => {
+    const c = listen(port, '/', true);
+    await until('the client served', () => events.listening === 1);
+    // Each change is a 3 MB frame: the kernel's buffers fill, then nothing moves.
+    for (let i = 0; i < 4; i++) {
+      runs++;
+      await sleep(100);
+    }
+    await until('the client dropped', () => events.listening === 0, 10_000);
+    assert.deepEqual(events.figures(), { clients: 0, refused: 0, dropped: 1 });
+    c.resume();
+    await c.ended;
+  });
+
+  it('a client that falls behind skips the changes meanwhile, and once it has caught up gets the whole status as it is now', async () => {
+    const c = listen(port, '/patient', true);
+    await until('the client served', () => patient.listening === 1);
+    await sleep(100);
+    for (let i = 0; i < 5; i++) {
+      runs++;
+      await sleep(100);
+    }
+    const last = runs;
+    c.resume();
+    await until('the status as it is now', () => c.frames.some((f) => f.event === 'snapshot' && (f.data as ClusterStatus).jobs[0]?.runs === last), 10_000);
+    const got = c.frames.map((f) => f.event);
+    assert.equal(got[0], 'snapshot');
+    assert.ok(got.filter((e) => e === 'changes').length < 5, `changes skipped while behind: ${got.join(', ')}`);
+    assert.deepEqual(patient.figures(), { clients: 1, refused: 0, dropped: 0 });
+    c.close();
+    await c.ended;
+  });
+});
+
+describe('status events of a large installation', () => {
+  it('above pagedAbove jobs the stream sends counts by state, never a job; crossing back sends the whole status again', async () => {
+    const many = (n: number, at: number, degraded = 0): ClusterStatus => status(at, Array.from({ length: n }, (_, i) => job(`j${String(i).padStart(3, '0')}`, i < degraded ? { state: 'degraded' } : {})));
+    let current = many(30, 3_000_000);
+    const events = new StatusEvents({ api: { cluster: async () => current }, pollMs: 20, heartbeatMs: 1_000, pagedAbove: 20 });
+    const server = createServer((req, res) => events.attach(req, res));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const a = server.address();
+    const c = listen(typeof a === 'object' && a ? a.port : 0);
+    try {
+      await until('the snapshot', () => c.frames.length >= 1);
+      assert.deepEqual(c.frames[0], { event: 'snapshot', data: { ...status(3_000_000, []), paged: { total: 30, states: { ok: 30 } } } });
+      // A job's run changes nothing the stream sends; a change of state changes the counts.
+      current = many(30, 3_001_000);
+      current.jobs[5] = job('j005', { runs: 1 });
+      await sleep(150);
+      assert.equal(c.frames.length, 1, 'nothing sent for a change of a job alone');
+      current = many(31, 3_002_000, 2);
+      await until('the counts', () => c.frames.length >= 2);
+      assert.deepEqual(c.frames[1], { event: 'changes', data: { generatedAt: new Date(3_002_000).toISOString(), jobs: [], removed: [], paged: { total: 31, states: { degraded: 2, ok: 29 } } } });
+      current = many(3, 3_003_000);
+      await until('the whole status again', () => c.frames.length >= 3);
+      assert.equal(c.frames[2]?.event, 'snapshot');
+      assert.deepEqual((c.frames[2]?.data as ClusterStatus).jobs.map((j) => j.id), ['j000', 'j001', 'j002']);
+      assert.equal((c.frames[2]?.data as { paged?: unknown }).paged, undefined);
+      current = many(25, 3_004_000);
+      await until('counts again', () => c.frames.length >= 4);
+      assert.deepEqual([c.frames[3]?.event, (c.frames[3]?.data as ClusterStatus).jobs, (c.frames[3]?.data as { paged?: unknown }).paged], ['snapshot', [], { total: 25, states: { ok: 25 } }]);
+    } finally {
+      events.close();
+      await c.ended;
+      await new Promise((r) => server.close(r));
+    }
   });
 });

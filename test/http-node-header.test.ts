@@ -1,5 +1,5 @@
 /**
- * `X-Leasehold-Node` (SPEC 5, README "Deployment"): every answer of a node's routes names the
+ * `X-Leasehold-Node` (SPEC 5, docs/guide/deployment.md): every answer of a node's routes names the
  * node that gave it, its instance id, whatever the route and whatever the status code; so behind
  * a load balancer a caller sees which node answered. Through `fastify.inject()`, for the routes
  * of a runner with Redis (two nodes sharing one status) and of a runner without Redis.
@@ -7,12 +7,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type InjectOptions } from 'fastify';
-import { RunnerCore } from '../src/runner/runner.js';
-import { attachStatus, createRunner, type AttachedStatus } from '../src/create/index.js';
+import { createNode, createRunner, type StatusNode } from '../src/create/index.js';
 import { memoryLogger } from './helpers/log.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
 
-const TOKEN = 'node-header-token';
+const TOKEN = 'node-header-admin-token-0123';
 const PREFIX = 'node-header-test';
 const log = memoryLogger('warn');
 
@@ -22,9 +21,9 @@ interface Node {
 }
 
 async function statusNode(url: string, instanceId: string): Promise<Node> {
-  const core = new RunnerCore({ instanceId, logger: log.logger, shutdownGraceMs: 200 });
+  const layer: StatusNode = createNode({ instanceId, logger: log.logger, shutdownGraceMs: 200, redis: { url }, prefix: PREFIX, adminToken: TOKEN });
+  const core = layer.core;
   core.add({ id: 'tick', fixedRate: '1h', initialDelay: '1h', run: () => undefined });
-  const layer: AttachedStatus = attachStatus({ core, redis: { url }, prefix: PREFIX, logger: log.logger, adminToken: TOKEN });
   await layer.start();
   core.start();
   const app = Fastify({ loggerInstance: log.logger as FastifyBaseLogger });

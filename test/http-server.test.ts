@@ -5,8 +5,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
-import { RunnerCore } from '../src/runner/runner.js';
-import { attachStatus } from '../src/create/index.js';
+import { createNode } from '../src/create/index.js';
 import { startHttpServer } from '../src/http/server.js';
 import { memoryLogger } from './helpers/log.js';
 import { ROOT } from './helpers/node.js';
@@ -23,9 +22,9 @@ describe('http server', () => {
 
   it('listens on a free port, logs it, answers over TCP, and closes', async () => {
     const { logger, lines } = memoryLogger();
-    const core = new RunnerCore({ instanceId: 'port-test', logger, shutdownGraceMs: 100 });
+    const layer = createNode({ instanceId: 'port-test', logger, shutdownGraceMs: 100, redis: { url: server.url }, prefix: 'http-server-test' });
+    const core = layer.core;
     core.add({ id: 'tick', fixedRate: '100ms', run: () => undefined });
-    const layer = attachStatus({ core, redis: { url: server.url }, prefix: 'http-server-test', logger });
     await layer.start();
     core.start();
     const http = await startHttpServer({ host: '127.0.0.1', port: 0, routes: layer.routes, logger });

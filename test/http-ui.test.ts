@@ -11,8 +11,8 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { RunnerCore } from '../src/runner/runner.js';
-import { attachStatus, createRunner, type AttachedStatus } from '../src/create/index.js';
+import { Scheduler } from '../src/runner/runner.js';
+import { createNode, createRunner, type StatusNode } from '../src/create/index.js';
 import { localRoutes } from '../src/http/local.js';
 import { isLeaseholdError } from '../src/errors.js';
 import { readConfig } from '../src/cli/config.js';
@@ -24,18 +24,18 @@ const READ = 'Read-t0ken-never-logged';
 const METRICS = 'Metrics-t0ken-never-logged';
 
 interface Node {
-  core: RunnerCore;
-  layer: AttachedStatus;
+  core: Scheduler;
+  layer: StatusNode;
   app: FastifyInstance;
   stop(): Promise<void>;
 }
 
 async function node(opts: { url: string; prefix: string; logger: ReturnType<typeof memoryLogger>['logger']; adminToken?: string; readToken?: string; metricsToken?: string }): Promise<Node> {
-  const core = new RunnerCore({ instanceId: `ui-${opts.prefix}`, logger: opts.logger, shutdownGraceMs: 200 });
+  const { logger, url, prefix, adminToken, readToken, metricsToken } = opts;
+  const layer = createNode({ instanceId: `ui-${opts.prefix}`, logger, shutdownGraceMs: 200, redis: { url }, prefix, ...(adminToken ? { adminToken } : {}), ...(readToken ? { readToken } : {}), ...(metricsToken ? { metricsToken } : {}) });
+  const core = layer.core;
   core.add({ id: 'tick', fixedRate: '300ms', run: () => undefined });
   core.add({ id: 'report.daily', scope: 'installation', description: '<b>not bold</b>', cron: '0 0 8 * * MON-FRI', zone: 'Europe/Berlin', run: () => undefined });
-  const { logger, url, prefix, adminToken, readToken, metricsToken } = opts;
-  const layer = attachStatus({ core, redis: { url }, prefix, logger, ...(adminToken ? { adminToken } : {}), ...(readToken ? { readToken } : {}), ...(metricsToken ? { metricsToken } : {}) });
   await layer.start();
   core.start();
   const app = Fastify({ loggerInstance: logger as FastifyBaseLogger });
@@ -231,7 +231,7 @@ describe('status page routes', () => {
     assert.equal(ok.statusCode, 303);
     assert.equal(ok.headers.location, 'ui');
     const cookie = String(ok.headers['set-cookie']);
-    assert.match(cookie, /^leasehold_read=[\w-]+; HttpOnly; SameSite=Strict$/);
+    assert.match(cookie, /^leasehold_read=\d+\.[\w-]+; Max-Age=43200; HttpOnly; SameSite=Strict$/);
     assert.ok(!cookie.includes(READ), 'the cookie is not the token');
     const pair = cookie.split(';')[0] ?? '';
     const page = await guarded.app.inject({ method: 'GET', url: '/manage/ui', headers: { cookie: `other=1; ${pair}` } });
@@ -284,7 +284,7 @@ describe('status page routes', () => {
     for (const key of ['readToken', 'metricsToken'] as const) {
       assert.throws(
         () => createRunner({ [key]: 'has a space', logger: log.logger }),
-        (err: unknown) => isLeaseholdError(err) && err.code === 'invalidConfig' && err.message.startsWith(key) && !err.message.includes('has a space'),
+        (err: unknown) => isLeaseholdError(err) && err.code === 'invalidToken' && err.message.startsWith(key) && !err.message.includes('has a space'),
       );
     }
     for (const env of ['LEASEHOLD_READ_TOKEN', 'LEASEHOLD_METRICS_TOKEN']) {

@@ -10,7 +10,7 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
 import { CONFIG } from '../src/cli/config.js';
-import { parseDuration } from '../src/schedule/duration.js';
+import { readDuration } from '../src/schedule/duration.js';
 import { isObj, obj, type Obj, list } from './helpers/infra.js';
 
 const DIR = fileURLToPath(new URL('../infra/k8s/', import.meta.url));
@@ -110,7 +110,7 @@ describe('infra/k8s Deployment', () => {
   });
 
   it('waits longer than the shutdown grace before killing a pod', () => {
-    const grace = parseDuration(
+    const grace = readDuration(
       (envVar('LEASEHOLD_SHUTDOWN_GRACE')?.['value'] as string | undefined) ?? CONFIG.find((e) => e.env === 'LEASEHOLD_SHUTDOWN_GRACE')?.default,
       'LEASEHOLD_SHUTDOWN_GRACE',
     );

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { describe, it, type TestContext } from 'node:test';
 import { parse as parseYaml } from 'yaml';
 import { CONFIG } from '../src/cli/config.js';
-import { parseDuration } from '../src/schedule/duration.js';
+import { readDuration } from '../src/schedule/duration.js';
 import { ROOT, read, exists, isObj, obj, type Obj } from './helpers/infra.js';
 
 
@@ -186,6 +186,12 @@ describe('infra/Dockerfile', () => {
     if (!exists(jobs)) t.diagnostic(`${jobs} does not exist yet`);
   });
 
+  it('listens on every interface in the container, where leasehold start alone listens on 127.0.0.1', () => {
+    assert.equal(settingDefault('HOST'), '127.0.0.1');
+    const env = finalStage?.instructions.filter((i) => i.keyword === 'ENV').map((i) => i.args).join(' ') ?? '';
+    assert.match(env, /(^|\s)HOST=0\.0\.0\.0(\s|$)/);
+  });
+
   it('exposes the status port the node listens on', () => {
     const exposed = finalStage?.instructions.filter((i) => i.keyword === 'EXPOSE').flatMap((i) => i.args.split(/\s+/)) ?? [];
     assert.deepEqual(exposed, [settingDefault('PORT')]);
@@ -327,13 +333,32 @@ describe('docker-compose.yml', () => {
     assert.equal(obj(obj(nodeService['depends_on'], 'depends_on')['redis'], 'depends_on.redis')['condition'], 'service_healthy');
   });
 
-  it('gives the node only settings leasehold start reads, the admin token from the environment with a default', () => {
+  it('gives the node only settings leasehold start reads, and the admin token from the environment, with no default: compose refuses to start without it', () => {
     for (const name of Object.keys(nodeEnv)) assert.ok(CONFIG_ENV.has(name), `${name} is a setting of leasehold start`);
-    assert.match(nodeEnv['LEASEHOLD_ADMIN_TOKEN'] ?? '', /^\$\{LEASEHOLD_ADMIN_TOKEN:-[^}]+\}$/);
+    assert.match(nodeEnv['LEASEHOLD_ADMIN_TOKEN'] ?? '', /^\$\{LEASEHOLD_ADMIN_TOKEN:\?[^}]*16 characters[^}]*\}$/);
+  });
+
+  it('publishes every port on 127.0.0.1 unless told otherwise', () => {
+    let published = 0;
+    for (const [name, svc] of Object.entries(services)) {
+      for (const entry of (obj(svc, name)['ports'] as unknown[] | undefined) ?? []) {
+        published++;
+        assert.match(String(entry), /^\$\{LEASEHOLD_BIND_ADDRESS:-127\.0\.0\.1\}:\$\{\w+:-\d+\}:\d+$/, `${name} publishes ${String(entry)}`);
+      }
+    }
+    assert.ok(published >= 3, 'nginx, prometheus and grafana');
+  });
+
+  it('runs Prometheus without its lifecycle API and Grafana without anonymous access', () => {
+    const command = ((service('prometheus')['command'] as unknown[]) ?? []).map(String);
+    assert.ok(!command.includes('--web.enable-lifecycle'), 'anyone who reaches Prometheus could stop it');
+    const grafana = envOf(service('grafana'));
+    assert.notEqual(grafana['GF_AUTH_ANONYMOUS_ENABLED'], 'true');
+    assert.equal(grafana['GF_AUTH_ANONYMOUS_ORG_ROLE'], undefined);
   });
 
   it('waits longer than the shutdown grace before killing a node', () => {
-    const grace = parseDuration(nodeEnv['LEASEHOLD_SHUTDOWN_GRACE'] ?? settingDefault('LEASEHOLD_SHUTDOWN_GRACE'), 'LEASEHOLD_SHUTDOWN_GRACE');
+    const grace = readDuration(nodeEnv['LEASEHOLD_SHUTDOWN_GRACE'] ?? settingDefault('LEASEHOLD_SHUTDOWN_GRACE'), 'LEASEHOLD_SHUTDOWN_GRACE');
     const stop = goDurationMs(String(nodeService['stop_grace_period']));
     assert.ok(stop >= grace + 5_000, `stop_grace_period ${stop} ms leaves time after the ${grace} ms grace`);
   });

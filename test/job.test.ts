@@ -4,26 +4,38 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { defineJob, fromEnv, parseDuration, LeaseholdError } from '../src/index.js';
-import { normalizeJob, checkJobs, normalizeJobs } from '../src/schedule/job.js';
+import { normalizeJob } from '../src/schedule/job.js';
+import { checkJobs, normalizeJobs } from '../src/schedule/job-list.js';
+import { readDuration } from '../src/schedule/duration.js';
 
 const run = () => {};
 
 test('durations: milliseconds or 500ms / 10s / 5m / 1h', () => {
-  assert.equal(parseDuration(250, 'x'), 250);
-  assert.equal(parseDuration('500ms', 'x'), 500);
-  assert.equal(parseDuration('10s', 'x'), 10_000);
-  assert.equal(parseDuration('5m', 'x'), 300_000);
-  assert.equal(parseDuration('1h', 'x'), 3_600_000);
-  assert.equal(parseDuration('1.5s', 'x'), 1_500);
-  assert.equal(parseDuration('0', 'x', true), 0);
+  assert.equal(readDuration(250, 'x'), 250);
+  assert.equal(readDuration('500ms', 'x'), 500);
+  assert.equal(readDuration('10s', 'x'), 10_000);
+  assert.equal(readDuration('5m', 'x'), 300_000);
+  assert.equal(readDuration('1h', 'x'), 3_600_000);
+  assert.equal(readDuration('1.5s', 'x'), 1_500);
+  assert.equal(readDuration('0', 'x', true), 0);
   for (const bad of ['-1s', '10 parsecs', '', 's', 'NaN', -5, Infinity, null, {}, '30d']) {
-    assert.throws(() => parseDuration(bad, 'job "j": timeout'), (e: unknown) => e instanceof LeaseholdError && e.code === 'invalidDuration' && e.message.startsWith('job "j": timeout'), String(bad));
+    assert.throws(() => readDuration(bad, 'job "j": timeout'), (e: unknown) => e instanceof LeaseholdError && e.code === 'invalidDuration' && e.message.startsWith('job "j": timeout'), String(bad));
   }
-  assert.throws(() => parseDuration(0, 'period'), /more than zero/);
+  assert.throws(() => readDuration(0, 'period'), /more than zero/);
+});
+
+test('the public parseDuration takes a duration alone: zero or more milliseconds, or an error naming the value', () => {
+  assert.equal(parseDuration('90s'), 90_000);
+  assert.equal(parseDuration(250), 250);
+  assert.equal(parseDuration('0'), 0, 'zero is a duration');
+  assert.equal(parseDuration('1d'), 86_400_000);
+  for (const bad of ['5 min', '-1s', '', '30d', -5]) {
+    assert.throws(() => parseDuration(bad), (e: unknown) => e instanceof LeaseholdError && e.code === 'invalidDuration' && e.message.startsWith(`duration: ${JSON.stringify(bad)}`), String(bad));
+  }
 });
 
 test('defineJob returns its argument; a plain object is a valid job too', () => {
-  const job = { id: 'digest', scope: 'installation' as const, cron: '0 0 8 * * *', zone: 'Europe/Berlin', lease: '1m', run };
+  const job = { id: 'digest', scope: 'installation' as const, cron: '0 0 8 * * *', zone: 'Europe/Berlin', lease: '1m' as const, run };
   assert.equal(defineJob(job), job);
   const n = normalizeJob({ id: 'plain', fixedDelay: '5s', initialDelay: '1s', timeout: '2m', run });
   assert.deepEqual([n.scope, n.schedule.kind, n.initialDelayMs, n.timeoutMs], ['instance', 'fixedDelay', 1000, 120_000]);

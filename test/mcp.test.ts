@@ -12,15 +12,15 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import Fastify from 'fastify';
-import { createRunner, defineTask, type ExecutorStats } from '../src/index.js';
+import { createRunner, defineJob, defineTask, type ExecutorStats } from '../src/index.js';
 import { keys } from '../src/redis/keys.js';
 import { memoryLogger } from './helpers/log.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
-import { BIN, ROOT, spawnLeasehold, type NodeProc } from './helpers/node.js';
+import { BIN, ROOT, runLeasehold, spawnLeasehold, type NodeProc } from './helpers/node.js';
 import { until } from './helpers/wait.js';
 
 const PREFIX = 'mcp';
-const TOKEN = 'mcp-admin-token';
+const TOKEN = 'mcp-admin-token-0123456789';
 let redis: TestRedis;
 let nodes: NodeProc[] = [];
 let bases: string[] = [];
@@ -188,6 +188,12 @@ test('over stdio (leasehold mcp): the same tools against the same Redis, check_j
       assert.match(r.text, why);
       assert.equal((await limited.call('list_jobs')).isError, false);
       assert.equal(await statsRuns('plain'), before);
+      if (args.length > 0) {
+        // Loading a module runs its code: a server that must change nothing does not.
+        const check = await limited.call('check_jobs', { path: 'test/fixtures/decorated/jobs.ts' });
+        assert.equal(check.isError, true);
+        assert.match(check.text, /check_jobs refused: this MCP server runs with --read-only/);
+      }
     } finally {
       await limited.close();
     }
@@ -195,7 +201,7 @@ test('over stdio (leasehold mcp): the same tools against the same Redis, check_j
 });
 
 test('over HTTP with a read token: /mcp answers 401 without it, and the read token alone reads but changes nothing', async () => {
-  const runner = createRunner({ redisUrl: redis.url, prefix: PREFIX, instanceId: 'm-read', readToken: 'read-only-token', adminToken: TOKEN, logger: memoryLogger('error').logger });
+  const runner = createRunner({ redisUrl: redis.url, prefix: PREFIX, instanceId: 'm-read', readToken: 'read-only-token-0123456789', adminToken: TOKEN, logger: memoryLogger('error').logger });
   const app = Fastify();
   await app.register(runner.routes);
   await runner.start();
@@ -209,10 +215,10 @@ test('over HTTP with a read token: /mcp answers 401 without it, and the read tok
     const get = await fetch(`${address}/mcp`);
     assert.equal(get.status, 405);
     assert.equal(get.headers.get('x-leasehold-node'), 'm-read');
-    const listed = await fetch(`${address}/mcp`, { method: 'POST', headers: { authorization: 'Bearer read-only-token', 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'curl', version: '1' } } }) });
+    const listed = await fetch(`${address}/mcp`, { method: 'POST', headers: { authorization: 'Bearer read-only-token-0123456789', 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'curl', version: '1' } } }) });
     assert.equal(listed.status, 200);
     assert.equal(listed.headers.get('x-leasehold-node'), 'm-read', 'the answering node is named on MCP answers too');
-    const reader = await connect(http(address, 'read-only-token'));
+    const reader = await connect(http(address, 'read-only-token-0123456789'));
     try {
       assert.equal((await reader.call('list_jobs')).isError, false);
       const r = await reader.call('resume_job', { id: 'plain' });
@@ -269,6 +275,70 @@ test('list_executors, over HTTP from a node and over stdio from Redis: a row per
       await agent.close();
     }
   } finally {
+    await app.close();
+    await runner.stop();
+  }
+});
+
+test('over stdio, the admin token\'s value is checked, not only its presence: one a node would refuse stops leasehold mcp', async () => {
+  for (const token of ['x', 'changeme', 'two words but long enough']) {
+    const r = await runLeasehold(['mcp', '--prefix', PREFIX], { REDIS_URL: redis.url, LEASEHOLD_ADMIN_TOKEN: token });
+    assert.equal(r.code, 2, `${token}: ${r.stderr}`);
+    assert.match(r.stderr, /^leasehold mcp: LEASEHOLD_ADMIN_TOKEN: .*\(the value is not shown\)\n$/);
+    if (token.length >= 8) assert.ok(!r.stderr.includes(token), 'the token is not shown');
+  }
+});
+
+test('list_jobs pages: without arguments the first 100 of 1,200 jobs, total, nextCursor and how to read on; cursor, limit, state and q as GET /manage/jobs takes them', async () => {
+  const runner = createRunner({ redisUrl: redis.url, prefix: 'mcp-many', instanceId: 'm-many', adminToken: TOKEN, logger: memoryLogger('error').logger });
+  for (let i = 0; i < 1_200; i++) runner.add(defineJob({ id: `job-${String(i).padStart(4, '0')}`, description: i % 100 === 7 ? `Send the invoices ${i}` : `job ${i}`, cron: '0 0 3 * * *', run: async () => undefined }));
+  const app = Fastify();
+  await app.register(runner.routes);
+  await runner.start();
+  const address = await app.listen({ port: 0, host: '127.0.0.1' });
+  interface Listed { total: number; jobs: Array<{ id: string; state: string }>; nextCursor: string | null; more?: string }
+  const agent = await connect(http(address, TOKEN));
+  try {
+    const list = async (args: Record<string, unknown> = {}): Promise<Listed> => {
+      const r = await agent.call('list_jobs', args);
+      assert.equal(r.isError, false, r.text);
+      return JSON.parse(r.text) as Listed;
+    };
+    await until('1,200 jobs in the status', async () => (await list({ limit: 1 })).total === 1_200, 30_000);
+    const first = await list();
+    assert.equal(first.total, 1_200);
+    assert.deepEqual([first.jobs.length, first.jobs[0]?.id, first.jobs[99]?.id], [100, 'job-0000', 'job-0099']);
+    assert.ok(first.nextCursor);
+    assert.match(first.more ?? '', new RegExp(`^100 of 1200 jobs shown: call list_jobs with cursor "${first.nextCursor}"`));
+    const second = await list({ cursor: first.nextCursor });
+    assert.equal(second.jobs[0]?.id, 'job-0100');
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const p: Listed = await list({ limit: 1_000, ...(cursor !== null ? { cursor } : {}) });
+      seen.push(...p.jobs.map((j) => j.id));
+      cursor = p.nextCursor;
+    } while (cursor !== null);
+    assert.equal(new Set(seen).size, 1_200, 'two pages of 1,000 reach every job once');
+    // A snapshot read while the jobs were being written stays fresh for ten times its read time.
+    await until('the descriptions in the status', async () => (await list({ q: 'INVOICES' })).total === 12, 60_000);
+    const invoices = await list({ q: 'INVOICES' });
+    assert.deepEqual([invoices.total, invoices.nextCursor, invoices.more], [12, null, undefined], JSON.stringify(invoices.jobs.map((j) => j.id)));
+    assert.equal(invoices.jobs[0]?.id, 'job-0007');
+    assert.equal((await agent.call('pause_job', { id: 'job-0042' })).isError, false);
+    await until('job-0042 paused in the status', async () => (await list({ state: 'paused' })).total === 1, 10_000);
+    assert.deepEqual((await list({ state: 'paused' })).jobs.map((j) => j.id), ['job-0042']);
+    for (const [args, why] of [
+      [{ limit: 1_001 }, /limit/],
+      [{ state: 'sleeping' }, /state/],
+      [{ cursor: '!!' }, /cursor: not a cursor this API gave/],
+    ] as const) {
+      const r = await agent.call('list_jobs', args);
+      assert.equal(r.isError, true, JSON.stringify(args));
+      assert.match(r.text, why);
+    }
+  } finally {
+    await agent.close();
     await app.close();
     await runner.stop();
   }

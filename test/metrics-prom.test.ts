@@ -7,6 +7,7 @@ import { describe, it } from 'node:test';
 import { Emitter } from '../src/runner/events.js';
 import type { JobView } from '../src/runner/runner.js';
 import { normalizeJob } from '../src/schedule/job.js';
+import { readDeclaration } from '../src/schedule/setting.js';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { createRunnerMetrics, DURATION_BUCKETS, LAG_BUCKETS, METRIC_NAMES, type MetricsCore } from '../src/metrics/prom.js';
 
@@ -14,14 +15,10 @@ function fakeCore(jobs: Array<Record<string, unknown>>): MetricsCore & { emitter
   const emitter = new Emitter((err) => {
     throw err;
   });
-  const views: JobView[] = jobs.map((d) => ({
-    job: normalizeJob({ run: () => undefined, ...d }),
-    state: 'ok',
-    invalidCause: undefined,
-    schedule: undefined,
-    nextDueAt: null,
-    running: undefined,
-  }));
+  const views: JobView[] = jobs.map((d) => {
+    const job = normalizeJob({ run: () => undefined, ...d });
+    return { job, state: 'ok', invalidCause: undefined, schedule: undefined, declared: readDeclaration(job.schedule, {}), nextDueAt: null, running: undefined };
+  });
   return {
     emitter,
     on: (e, fn) => emitter.on(e, fn),
@@ -45,8 +42,14 @@ const base = { runId: 'r', scope: 'installation' as const, instanceId: 'n', fenc
 describe('metrics', () => {
   it('counts events exactly, by job and outcome or reason', async () => {
     const core = fakeCore([{ id: 'a', scope: 'installation', fixedRate: '1s' }, { id: 'b', fixedRate: '1s' }]);
-    const m = createRunnerMetrics(core, { processMetrics: false });
     const t = 1_000_000;
+    let streams = { clients: 3, refused: 2, dropped: 1 };
+    const m = createRunnerMetrics(core, {
+      processMetrics: false,
+      eventStreams: () => streams,
+      successDeadlines: async () => [{ jobId: 'a', dueBy: t + 30_000 }, { jobId: 'b', dueBy: null }],
+      executorFigures: async () => [{ executor: 'io', queued: 7, active: 2 }],
+    });
     core.emitter.emit('runStarted', { ...base, jobId: 'a', scheduledAt: t, startedAt: t + 250, lagMs: 250 });
     core.emitter.emit('runStarted', { ...base, jobId: 'a', scheduledAt: t, startedAt: t, lagMs: 0, manual: true });
     for (const outcome of ['succeeded', 'succeeded', 'failed', 'lockLost'] as const) {
@@ -55,11 +58,9 @@ describe('metrics', () => {
     core.emitter.emit('skipped', { jobId: 'a', scope: 'installation', instanceId: 'n', reason: 'claimed', scheduledAt: t, at: t, recorded: true });
     core.emitter.emit('skipped', { jobId: 'b', scope: 'instance', instanceId: 'n', reason: 'overrun', scheduledAt: t, at: t, recorded: false });
     core.emitter.emit('missed', { jobId: 'a', count: 4, afterTick: 0, beforeTick: t });
-    m.successDeadlines(async () => [{ jobId: 'a', dueBy: t + 30_000 }, { jobId: 'b', dueBy: null }]);
-    const task = { executor: 'io', kind: 'loop', task: 'fetch', taskId: 'x', instanceId: 'n', attempt: 1, error: undefined, cause: undefined, willRetry: false };
+    const task = { executor: 'io', kind: 'loop' as const, task: 'fetch', taskId: 'x', instanceId: 'n', attempt: 1, error: undefined, cause: undefined, willRetry: false };
     core.emitter.emit('taskEnded', { ...task, outcome: 'succeeded', durationMs: 200 });
     core.emitter.emit('taskEnded', { ...task, outcome: 'timedOut', durationMs: 3_000 });
-    m.executorFigures(async () => [{ executor: 'io', queued: 7, active: 2 }]);
     const s = samples(await m.registry.metrics());
     assert.equal(s.get('leasehold_tasks_total{executor="io",task="fetch",outcome="succeeded"}'), 1);
     assert.equal(s.get('leasehold_tasks_total{executor="io",task="fetch",outcome="timedOut"}'), 1);
@@ -86,11 +87,43 @@ describe('metrics', () => {
     assert.equal(s.get('leasehold_job_failing_streak{job="b"}'), 0);
     assert.equal(s.get('leasehold_job_last_success_timestamp_seconds{job="a"}'), (t + 1500) / 1000);
     assert.equal(s.get('leasehold_job_last_success_timestamp_seconds{job="b"}'), 0);
+    // The event streams' figures are totals: each scrape shows them as they are, counted once.
+    for (const figures of [streams, { clients: 0, refused: 5, dropped: 1 }]) {
+      streams = figures;
+      const e = samples(await m.registry.metrics());
+      assert.equal(e.get('leasehold_events_clients'), figures.clients);
+      assert.equal(e.get('leasehold_events_clients_dropped_total{reason="maxClients"}'), figures.refused);
+      assert.equal(e.get('leasehold_events_clients_dropped_total{reason="slow"}'), figures.dropped);
+    }
     // The interval comes from the effective schedule, which these stand-in jobs lack (see the route tests).
     for (const name of METRIC_NAMES.filter((n) => n !== 'leasehold_job_interval_seconds')) assert.ok([...s.keys()].some((k) => k.startsWith(name)), name);
     m.detach();
     core.emitter.emit('missed', { jobId: 'a', count: 1, afterTick: 0, beforeTick: t });
     assert.equal(samples(await m.registry.metrics()).get('leasehold_job_missed_total{job="a"}'), 4, 'detached');
+  });
+
+  it('the per-job gauges made at a scrape are in every scrape, and held by none between them', async () => {
+    const ids = Array.from({ length: 50 }, (_, i) => `j${i}`);
+    const core = fakeCore(ids.map((id) => ({ id, scope: 'installation', fixedRate: '1s' })));
+    const intervals = new Map(ids.map((id, i) => [id, (i + 1) * 1_000]));
+    const deadlines = ids.map((jobId, i) => ({ jobId, dueBy: 1_000_000 + i * 1_000 }));
+    const m = createRunnerMetrics({ ...core, intervalOf: (id) => intervals.get(id) }, { processMetrics: false, successDeadlines: async () => deadlines });
+    const held = (name: string): number => Object.keys((m.registry.getSingleMetric(name) as unknown as { hashMap: object }).hashMap).length;
+    for (let scrape = 0; scrape < 3; scrape++) {
+      // Two scrapes at once (two Prometheus servers) see the same series.
+      const [a, b] = await Promise.all([m.registry.metrics(), m.registry.metrics()]);
+      for (const text of [a, b]) {
+        const s = samples(text);
+        ids.forEach((id, i) => {
+          assert.equal(s.get(`leasehold_job_interval_seconds{job="${id}"}`), i + 1, `scrape ${scrape}: interval of ${id}`);
+          assert.equal(s.get(`leasehold_job_success_deadline_timestamp_seconds{job="${id}"}`), 1_000 + i, `scrape ${scrape}: deadline of ${id}`);
+        });
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.equal(held('leasehold_job_interval_seconds'), 0, 'no interval series held between scrapes');
+      assert.equal(held('leasehold_job_success_deadline_timestamp_seconds'), 0, 'no deadline series held between scrapes');
+    }
+    m.detach();
   });
 
   it('gauges: failing streak, invalid schedule, interval', async () => {

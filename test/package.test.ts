@@ -7,20 +7,15 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, relative } from 'node:path';
+import { join, relative } from 'node:path';
 import { ROOT } from './helpers/node.js';
+import { installed, npm, packedProject, pkg } from './helpers/package.js';
 
 interface PackedFile {
   readonly path: string;
-}
-
-const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { name: string; version: string; dependencies: Record<string, string> };
-
-function npm(args: string[], cwd: string): string {
-  return execFileSync('npm', args, { cwd, encoding: 'utf8', env: { ...process.env, npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false' }, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
 function filesUnder(dir: string): string[] {
@@ -30,11 +25,10 @@ function filesUnder(dir: string): string[] {
   });
 }
 
-/** What a user needs: the compiled code and its declarations, the Lua scripts, the command, the README. */
+/** What a user needs: the compiled code and its declarations, the Lua scripts, the command, the README, licence and changelog. */
 function expectedFiles(): string[] {
   const src = join(ROOT, 'src');
-  const out = ['package.json', 'README.md', 'bin/leasehold.js'];
-  if (existsSync(join(ROOT, 'LICENSE'))) out.push('LICENSE');
+  const out = ['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md', 'bin/leasehold.js'];
   // The status page's browser code ships as one bundle and stylesheet, built from http/ui/client.
   out.push('dist/http/ui/assets/app.js', 'dist/http/ui/assets/app.css');
   for (const file of filesUnder(src)) {
@@ -47,22 +41,13 @@ function expectedFiles(): string[] {
   return out.sort();
 }
 
-test('npm pack holds exactly the compiled code, its declarations, the Lua scripts, the command, README and package.json', () => {
+test('npm pack holds exactly the compiled code, its declarations, the Lua scripts, the command, README, LICENSE, CHANGELOG and package.json', () => {
   const [packed] = JSON.parse(npm(['pack', '--dry-run', '--json', '--ignore-scripts'], ROOT)) as Array<{ files: PackedFile[] }>;
   assert.ok(packed);
   const files = packed.files.map((f) => f.path).sort();
   assert.deepEqual(files, expectedFiles());
   for (const f of files) assert.ok(!/^(src|test|bench|chaos|examples|scripts|infra|docs)\//.test(f) && !f.endsWith('.map'), f);
 });
-
-/** Where this repository's dist/ finds a package: the nearest node_modules up from it. */
-function installed(name: string): string {
-  for (let dir = join(ROOT, 'dist'); ; dir = dirname(dir)) {
-    const candidate = join(dir, 'node_modules', name);
-    if (existsSync(candidate)) return candidate;
-    if (dirname(dir) === dir) throw new Error(`${name} is not installed`);
-  }
-}
 
 const CONSUMER = `import { createRunner, defineJob, fromEnv, isLeaseholdError, ErrorCodes, LeaseholdError, type JobContext, type JobDefinition, type Runner } from 'leasehold';
 
@@ -101,18 +86,9 @@ describe('the packed package installed into a project', () => {
 
   before(() => {
     work = mkdtempSync(join(tmpdir(), 'leasehold-package-'));
-    const tarball = npm(['pack', '--ignore-scripts', '--pack-destination', work], ROOT).trim().split('\n').at(-1) ?? '';
-    assert.equal(tarball, `${pkg.name}-${pkg.version}.tgz`);
-    project = join(work, 'project');
-    const modules = join(project, 'node_modules');
-    mkdirSync(join(modules, '@types'), { recursive: true });
-    execFileSync('tar', ['-xzf', join(work, tarball), '-C', modules]);
-    renameSync(join(modules, 'package'), join(modules, 'leasehold'));
-    for (const dep of Object.keys(pkg.dependencies)) {
-      mkdirSync(dirname(join(modules, dep)), { recursive: true }); // a scoped package's scope
-      symlinkSync(installed(dep), join(modules, dep), 'dir');
-    }
-    symlinkSync(installed('@types/node'), join(modules, '@types', 'node'), 'dir');
+    const packed = packedProject(work);
+    assert.equal(packed.tarball, `${pkg.name}-${pkg.version}.tgz`);
+    project = packed.project;
     writeFileSync(join(project, 'package.json'), '{ "name": "consumer", "private": true, "type": "module" }\n');
     writeFileSync(join(project, 'consumer.ts'), CONSUMER);
     mkdirSync(join(project, 'cjs'));
@@ -122,7 +98,10 @@ describe('the packed package installed into a project', () => {
   after(() => rmSync(work, { recursive: true, force: true }));
 
   function tsc(dir: string, name: string, options: Record<string, string>): void {
-    const config = { compilerOptions: { ...options, target: 'es2022', strict: true, noEmit: true, types: ['node'], skipLibCheck: false }, files: ['consumer.ts'] };
+    // Every declaration file is checked (the package's own, its dependencies', @types/node), bar
+    // TypeScript's own lib.*.d.ts: the same in every project, they say nothing of the package and
+    // cost half of each compile.
+    const config = { compilerOptions: { ...options, target: 'es2022', strict: true, noEmit: true, types: ['node'], skipLibCheck: false, skipDefaultLibCheck: true }, files: ['consumer.ts'] };
     writeFileSync(join(dir, `tsconfig.${name}.json`), JSON.stringify(config, null, 2));
     try {
       execFileSync(process.execPath, [join(installed('typescript'), 'bin', 'tsc'), '-p', `tsconfig.${name}.json`], { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
@@ -135,7 +114,17 @@ describe('the packed package installed into a project', () => {
     test(`an ES module consumer compiles with moduleResolution ${options['moduleResolution']}`, () => tsc(project, name, options));
   }
 
-  test('a CommonJS consumer compiles with moduleResolution nodenext', () => tsc(join(project, 'cjs'), 'nodenext', RESOLUTIONS['nodenext'] ?? {}));
+  for (const name of ['node16', 'nodenext']) {
+    test(`a CommonJS consumer compiles with moduleResolution ${name}, types and values alike`, () => tsc(join(project, 'cjs'), name, RESOLUTIONS[name] ?? {}));
+  }
+
+  test('the declarations of require() name exactly the values require() returns', () => {
+    const declared = [...readFileSync(join(project, 'node_modules', 'leasehold', 'dist', 'require.d.cts'), 'utf8').matchAll(/^export declare const (\w+):/gm)].map((m) => m[1]).sort();
+    writeFileSync(join(project, 'cjs', 'keys.cjs'), "console.log(JSON.stringify(Object.keys(require('leasehold')).sort()));\n");
+    const returned = JSON.parse(execFileSync(process.execPath, ['keys.cjs'], { cwd: join(project, 'cjs'), encoding: 'utf8' })) as string[];
+    assert.ok(returned.includes('createRunner'), returned.join(', '));
+    assert.deepEqual(declared, returned);
+  });
 
   test('import and require() both get the package, the same instance', () => {
     writeFileSync(join(project, 'both.mjs'), [
@@ -152,7 +141,73 @@ describe('the packed package installed into a project', () => {
   test('its command runs from node_modules: --version, check', () => {
     const bin = join(project, 'node_modules', 'leasehold', 'bin', 'leasehold.js');
     assert.equal(execFileSync(process.execPath, [bin, '--version'], { cwd: project, encoding: 'utf8' }), `${pkg.version}\n`);
-    writeFileSync(join(project, 'jobs.ts'), "import { defineJob } from 'leasehold';\nexport default [defineJob({ id: 'tick', fixedRate: '10s', run: async () => {} })];\n");
-    assert.equal(execFileSync(process.execPath, [bin, 'check', 'jobs.ts'], { cwd: project, encoding: 'utf8' }), 'jobs.ts: 1 job ok\n');
+    writeFileSync(join(project, 'jobs.mjs'), "import { defineJob } from 'leasehold';\nexport default [defineJob({ id: 'tick', fixedRate: '10s', run: async () => {} })];\n");
+    assert.equal(execFileSync(process.execPath, [bin, 'check', 'jobs.mjs'], { cwd: project, encoding: 'utf8' }), 'jobs.mjs: 1 job ok\n');
+  });
+
+  describe('without the optional peer dependencies', () => {
+    const bin = (): string => join(project, 'node_modules', 'leasehold', 'bin', 'leasehold.js');
+    const run = (args: string[], env: Record<string, string> = {}): { code: number; stdout: string; stderr: string } => {
+      const r = spawnSync(process.execPath, [bin(), ...args], { cwd: project, encoding: 'utf8', env: { ...process.env, ...env }, timeout: 30_000 });
+      return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+    };
+    const peers = pkg.peerDependencies ?? {};
+
+    test('none of them is a dependency: npm install leasehold leaves each out', () => {
+      for (const name of ['bullmq', '@modelcontextprotocol/sdk', 'zod', 'pino-pretty', 'tsx']) {
+        assert.equal(pkg.dependencies[name], undefined, name);
+        assert.ok(peers[name], `${name} is a peer dependency`);
+        assert.deepEqual(pkg.peerDependenciesMeta?.[name], { optional: true }, name);
+        assert.ok(!existsSync(join(project, 'node_modules', name)), `${name} is not in the project`);
+      }
+    });
+
+    test('a .ts jobs module loads where Node strips types, and names tsx where it does not', () => {
+      writeFileSync(join(project, 'typed.ts'), "import { defineJob, type JobContext } from 'leasehold';\nconst every: string = '10s';\nexport default [defineJob({ id: 'typed', fixedRate: every, run: async (ctx: JobContext) => void ctx })];\n");
+      const r = run(['check', 'typed.ts']);
+      const strips = (process.features as { typescript?: unknown }).typescript !== undefined;
+      if (strips) {
+        assert.equal(r.stdout, 'typed.ts: 1 job ok\n', r.stderr);
+      } else {
+        assert.equal(r.code, 2, r.stderr);
+        assert.equal(r.stderr, `leasehold: .ts modules on Node ${process.versions.node} (Node strips types itself from 22.18 and 23.6 on) need tsx: npm install tsx@${peers['tsx']}\n`);
+      }
+    });
+
+    test('a queue executor names bullmq, from check and from an embedding service', () => {
+      const module = "import { defineTask } from 'leasehold';\nexport const executors = { mail: { kind: 'queue' } };\nexport const tasks = [defineTask({ id: 'send', executor: 'mail', run: async () => {} })];\nexport default [];\n";
+      writeFileSync(join(project, 'queued.mjs'), module);
+      const r = run(['check', 'queued.mjs']);
+      assert.notEqual(r.code, 0);
+      assert.match(r.stderr + r.stdout, new RegExp(`queue executors need bullmq: npm install bullmq@\\${peers['bullmq']}`));
+      writeFileSync(join(project, 'embed.mjs'), [
+        "import { createRunner, defineTask, isLeaseholdError } from 'leasehold';",
+        "const runner = createRunner({ executors: { mail: { kind: 'queue' } } });",
+        "try { runner.addTask(defineTask({ id: 'send', executor: 'mail', run: async () => {} })); } catch (err) { console.log(isLeaseholdError(err, 'missingPeer'), err.message); }",
+        '',
+      ].join('\n'));
+      const out = spawnSync(process.execPath, ['embed.mjs'], { cwd: project, encoding: 'utf8', env: { ...process.env, LOG_LEVEL: 'silent' }, timeout: 30_000 });
+      assert.equal(out.stdout, `true queue executors need bullmq: npm install bullmq@${peers['bullmq']}\n`, out.stderr);
+    });
+
+    test('leasehold mcp names the MCP SDK, and LOG_FORMAT=pretty names pino-pretty; both exit 2', () => {
+      const mcp = run(['mcp']);
+      assert.equal(mcp.code, 2, mcp.stderr);
+      assert.equal(mcp.stderr, `leasehold: the MCP tools need @modelcontextprotocol/sdk: npm install @modelcontextprotocol/sdk@${peers['@modelcontextprotocol/sdk']}\n`);
+      const pretty = run(['start', '--jobs', 'jobs.mjs', '--port', '0'], { LOG_FORMAT: 'pretty' });
+      assert.equal(pretty.code, 2, pretty.stderr);
+      assert.match(pretty.stderr, new RegExp(`readable logs \\(LOG_FORMAT=pretty\\) need pino-pretty: npm install pino-pretty@\\${peers['pino-pretty']}`));
+    });
+
+    test('once installed, each optional part loads: tsx for a .ts module with a decorator', () => {
+      symlinkSync(installed('tsx'), join(project, 'node_modules', 'tsx'), 'dir');
+      symlinkSync(installed('esbuild'), join(project, 'node_modules', 'esbuild'), 'dir');
+      const scope = join(project, 'node_modules', '@esbuild');
+      mkdirSync(scope, { recursive: true });
+      for (const bin of readdirSync(installed('@esbuild'))) symlinkSync(join(installed('@esbuild'), bin), join(scope, bin), 'dir');
+      writeFileSync(join(project, 'decorated.ts'), "import { Scheduled } from 'leasehold';\nexport class Reports {\n  @Scheduled({ fixedRate: '10s' })\n  async refresh(): Promise<void> {}\n}\nexport default [new Reports()];\n");
+      const r = run(['check', 'decorated.ts']);
+      assert.equal(r.stdout, 'decorated.ts: 1 job ok\n', r.stderr);
+    });
   });
 });

@@ -1,48 +1,43 @@
 /**
- * The README stays true to the code: the configuration table is the one rendered from the
- * config module, every environment variable the code reads is documented, and every Redis
- * key of the key module is in the key table.
+ * The README is the front door: at most 250 lines, with what leasehold is, how to install it,
+ * a first job in under 20 lines, how to see it run, the two commands of the repository (the test
+ * command the one CI runs), the versioning policy, and links to the docs that document the Redis
+ * key layout and the HTTP API. test/docs-links.test.ts checks that its links resolve, and
+ * test/docs-code.test.ts that its code compiles and its jobs module loads.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CONFIG, renderConfigTable } from '../src/cli/config.js';
-import { KEY_TABLE, renderKeyTable } from '../src/redis/keys.js';
+import { ROOT } from './helpers/node.js';
 
-const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+const shell = [...readme.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].flatMap((m) => (m[1] ?? '').split('\n')).map((l) => l.replace(/\s+#.*$/, '').trim());
 
-function sources(dir: string): string[] {
-  return readdirSync(dir).flatMap((f) => {
-    const p = join(dir, f);
-    return statSync(p).isDirectory() ? sources(p) : p.endsWith('.ts') ? [p] : [];
-  });
-}
-
-test('the configuration table in the README is the one the code renders (run `npx tsx scripts/readme-tables.ts` to refresh it)', () => {
-  const m = /<!-- config-table:start -->\n([\s\S]*?)\n<!-- config-table:end -->/.exec(readme);
-  assert.ok(m, 'README has the config-table markers');
-  assert.equal(m[1], renderConfigTable());
+test('the README is at most 250 lines', () => {
+  const lines = readme.split('\n').length - (readme.endsWith('\n') ? 1 : 0);
+  assert.ok(lines <= 250, `README.md has ${lines} lines`);
 });
 
-test('every environment variable the code reads is in the configuration table', () => {
-  const documented = new Set(CONFIG.flatMap((e) => (e.env ? [e.env] : [])));
-  const read = new Set<string>();
-  for (const file of sources(new URL('../src', import.meta.url).pathname)) {
-    for (const m of readFileSync(file, 'utf8').matchAll(/env\[['"]([A-Z][A-Z0-9_]+)['"]\]/g)) read.add(m[1] as string);
-  }
-  assert.ok(read.size >= 3, `found the env reads: ${[...read].join(', ')}`);
-  for (const name of read) assert.ok(documented.has(name), `${name} is read by the code but not documented`);
+test('it installs leasehold and shows a first job in under 20 lines, run with leasehold start', () => {
+  assert.ok(shell.includes('npm install leasehold'));
+  const jobs = /^```ts\n(\/\/ jobs\.ts\n[\s\S]*?)^```$/m.exec(readme)?.[1];
+  assert.ok(jobs, 'a ```ts block opens with // jobs.ts');
+  assert.ok(jobs.split('\n').filter((l) => l.trim() !== '').length < 20, `the first job takes ${jobs.split('\n').length} lines`);
+  assert.ok(shell.includes('npx leasehold start --jobs jobs.ts --private-redis'));
+  assert.match(readme, /http:\/\/localhost:3000\/manage\/ui/, 'it says where the status page is');
 });
 
-test('the Redis key table in the README is the one the key module renders', () => {
-  const m = /<!-- key-table:start -->\n([\s\S]*?)\n<!-- key-table:end -->/.exec(readme);
-  assert.ok(m, 'README has the key-table markers');
-  assert.equal(m[1], renderKeyTable());
+test('it gives the commands to run and to test the repository, and CI runs that test command', () => {
+  assert.ok(shell.includes('npm start'), 'npm start');
+  assert.ok(shell.includes('npm test'), 'npm test');
+  const ci = readFileSync(join(ROOT, '.ci', 'run'), 'utf8');
+  assert.match(ci, /^npm test\b/m, '.ci/run runs npm test');
 });
 
-test('every Redis key is in the README key table', () => {
-  for (const k of KEY_TABLE) {
-    assert.ok(readme.includes(`\`${k.pattern}\``), `README documents ${k.pattern}`);
-  }
+test('it links the docs of the Redis key layout and the HTTP API, and states the versioning policy', () => {
+  assert.match(readme, /\]\(docs\/reference\/redis-keys\.md\)/);
+  assert.match(readme, /\]\(docs\/reference\/http-api\.md\)/);
+  assert.match(readme, /^## Versioning$/m);
+  for (const part of ['public API', 'Redis key layout', 'HTTP API', 'metric names', 'CLI']) assert.ok(readme.includes(part), `the versioning policy names the ${part}`);
 });

@@ -30,13 +30,13 @@ describe('redis urls', () => {
     ];
     for (const url of bad) {
       assert.throws(() => targetOptions({ url }), (err) => {
-        assert.ok(isLeaseholdError(err, 'invalidConfig'), url);
+        assert.ok(isLeaseholdError(err, 'invalidRedisTarget'), url);
         assert.ok(!err.message.includes(secret), err.message);
         assert.ok(!JSON.stringify(err).includes(secret));
         assert.equal(err.cause, undefined);
         return true;
       });
-      assert.throws(() => createRedis({ url, role: 'lease' }), (err) => isLeaseholdError(err, 'invalidConfig') && !err.message.includes(secret));
+      assert.throws(() => createRedis({ url, role: 'lease' }), (err) => isLeaseholdError(err, 'invalidRedisTarget') && !err.message.includes(secret));
     }
   });
 

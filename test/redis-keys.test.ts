@@ -12,7 +12,7 @@ describe('redis keys', () => {
     assert.equal(k.stats('a.b'), 'lh-test:{a.b}:stats');
     assert.equal(k.instanceStats('a.b'), 'lh-test:{a.b}:instances');
     assert.equal(k.runs('a.b'), 'lh-test:{a.b}:runs');
-    assert.equal(k.batches('a.b'), 'lh-test:{a.b}:batches');
+    assert.equal(k.writers('a.b'), 'lh-test:{a.b}:writers');
   });
 
   it('builds the cluster-wide keys', () => {
@@ -43,9 +43,9 @@ describe('redis keys', () => {
     const built = keys('_prefix_');
     const sample = [
       built.lease('J'), built.state('J'), built.stats('J'), built.instanceStats('J'),
-      built.runs('J'), built.batches('J'), built.settings, built.jobs, built.instances, built.nodes,
-      built.instance('I'), built.control, built.executors, `${built.taskQueue('E')}:*`,
-    ].map((key) => key.replace('_prefix_', '<prefix>').replace('{J}', '{<jobId>}').replace('{E}', '{<executor>}').replace(/:I$/, ':<id>'));
+      built.runs('J'), built.writers('J'), built.settings, built.jobs, built.instances, built.nodes,
+      built.instance('I'), built.registered('D'), built.control, built.executors, `${built.taskQueue('E')}:*`,
+    ].map((key) => key.replace('_prefix_', '<prefix>').replace('{J}', '{<jobId>}').replace('{E}', '{<executor>}').replace(/:I$/, ':<id>').replace(/:D$/, ':<digest>'));
     assert.deepEqual([...sample].sort(), KEY_TABLE.map((row) => row.pattern).sort());
     for (const row of KEY_TABLE) assert.ok(row.purpose.length > 0, row.pattern);
   });

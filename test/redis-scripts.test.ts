@@ -4,7 +4,8 @@ import { after, before, describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
 import { isLeaseholdError } from '../src/errors.js';
 import { encodeClaimArgs } from '../src/redis/claim.js';
-import { claimScript, extendScript, releaseScript } from '../src/redis/scripts.js';
+import { claimScript, extendScript, recordScript, releaseScript } from '../src/redis/scripts.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { commandsRun, startRedis, type TestRedis } from './helpers/redis.js';
 
 /** The answer of a call for one job: its reply, or its error thrown. */
@@ -18,9 +19,9 @@ describe('lua scripts', () => {
   let server: TestRedis;
   let redis: Redis;
   let n = 0;
-  const fresh = (): { leaseKey: string; stateKey: string; statsKey: string; countSkip: boolean } => {
+  const fresh = (): { leaseKey: string; stateKey: string; statsKey: string; runsKey: string; countSkip: boolean; runsCap: number } => {
     n += 1;
-    return { leaseKey: `scripts-test:{j${n}}:lease`, stateKey: `scripts-test:{j${n}}:state`, statsKey: `scripts-test:{j${n}}:stats`, countSkip: false };
+    return { leaseKey: `scripts-test:{j${n}}:lease`, stateKey: `scripts-test:{j${n}}:state`, statsKey: `scripts-test:{j${n}}:stats`, runsKey: `scripts-test:{j${n}}:runs`, countSkip: false, runsCap: 5 };
   };
   before(async () => {
     server = await startRedis();
@@ -70,13 +71,13 @@ describe('lua scripts', () => {
   it('answers a malformed job argument with that job\'s error and still decides the others', async () => {
     const lua = readFileSync(new URL('../src/redis/scripts/claim.lua', import.meta.url), 'utf8');
     const [a, b] = [fresh(), fresh()];
-    const good = '{"tick":1000,"leaseMs":5000,"mode":"grid","nowGuardMs":0,"countSkip":false,"holder":"host 7"}';
-    assert.equal(encodeClaimArgs({ holder: 'host 7', countSkip: false, nowGuardMs: 0, mode: 'grid', leaseMs: 5000, tick: 1000 }), good);
-    const reply = (await redis.eval(lua, 6, a.leaseKey, a.stateKey, a.statsKey, b.leaseKey, b.stateKey, b.statsKey, '1000 5000 grid', good)) as unknown[];
-    assert.deepEqual(reply[0], ['error', 'leasehold claim: a job\'s argument must be a JSON object with tick, leaseMs, mode, nowGuardMs, countSkip, holder and optionally request']);
+    const good = '{"tick":1000,"leaseMs":5000,"mode":"grid","nowGuardMs":0,"countSkip":false,"holder":"host 7","runsCap":5}';
+    assert.equal(encodeClaimArgs({ holder: 'host 7', countSkip: false, nowGuardMs: 0, mode: 'grid', leaseMs: 5000, tick: 1000, runsCap: 5 }), good);
+    const reply = (await redis.eval(lua, 8, a.leaseKey, a.stateKey, a.statsKey, a.runsKey, b.leaseKey, b.stateKey, b.statsKey, b.runsKey, '1000 5000 grid', good)) as unknown[];
+    assert.deepEqual(reply[0], ['error', 'leasehold claim: a job\'s argument must be a JSON object with tick, leaseMs, mode, nowGuardMs, countSkip, holder, runsCap and optionally request']);
     assert.equal((reply[1] as unknown[])[0], 'claimed');
     assert.match(String(await redis.get(b.leaseKey)), /^host 7 since /, 'the holder is any text');
-    await assert.rejects(redis.eval(lua, 3, a.leaseKey, a.stateKey, a.statsKey), /expected 3 keys and 1 argument per job/);
+    await assert.rejects(redis.eval(lua, 3, a.leaseKey, a.stateKey, a.statsKey), /expected 4 keys and 1 argument per job/);
   });
 
   it('answers every per-job error in one form, {\'error\', message}', async () => {
@@ -84,7 +85,7 @@ describe('lua scripts', () => {
     const k = fresh();
     assert.deepEqual(await redis.eval(release, 2, k.leaseKey, k.stateKey, 'v', 'soon', ''), [['error', 'leasehold release: delayMs must be an integer']]);
     const record = readFileSync(new URL('../src/redis/scripts/record.lua', import.meta.url), 'utf8');
-    const r = await redis.eval(record, 4, 's-test:{r}:stats', 's-test:{r}:instances', 's-test:{r}:runs', 's-test:{r}:batches', '5', '60000', 'w', '0', '{}');
+    const r = await redis.eval(record, 5, 's-test:{r}:stats', 's-test:{r}:instances', 's-test:{r}:runs', 's-test:{r}:state', 's-test:{r}:writers', '5', '60000', 'w', '0', '{}');
     assert.deepEqual(r, [['error', 'leasehold record: seq must be a positive integer']]);
   });
 
@@ -148,10 +149,192 @@ describe('lua scripts', () => {
     assert.equal(await redis.hget(k.stateKey, 'fence'), '42');
   });
 
+  it('answers a key of the wrong type with that job\'s own corruptState, naming the key and the repair, touching nothing, and claims the others', async () => {
+    const cases: Array<[keyof ReturnType<typeof fresh>, (key: string) => Promise<unknown>, 'grid' | 'pause']> = [
+      ['stateKey', (key) => redis.set(key, 'garbage'), 'grid'],
+      ['stateKey', (key) => redis.set(key, 'garbage'), 'pause'],
+      ['leaseKey', (key) => redis.hset(key, 'x', '1'), 'grid'],
+      ['statsKey', (key) => redis.set(key, 'garbage'), 'pause'],
+    ];
+    for (const [which, corrupt, mode] of cases) {
+      const [bad, before, after] = [fresh(), fresh(), fresh()];
+      const key = String(bad[which]);
+      await corrupt(key);
+      const base = { tick: 1000, leaseMs: 1000, holder: 'h', mode, nowGuardMs: 0 };
+      const [b, a, c] = await claimScript(redis, [{ ...before, ...base }, { ...bad, ...base }, { ...after, ...base }]);
+      assert.ok(isLeaseholdError(a, 'corruptState'), `${which} ${mode}: ${String(a instanceof Error ? a.message : JSON.stringify(a))}`);
+      assert.ok(a.message.includes(key), a.message);
+      assert.match(a.message, /DEL/);
+      assert.match(a.message, /leasehold forget/);
+      for (const other of [b, c]) assert.ok(!(other instanceof Error) && other?.kind === (mode === 'pause' ? 'paused' : 'claimed'), `${which} ${mode}: the other jobs are decided`);
+      // Nothing of the damaged job was written.
+      for (const k of ['leaseKey', 'stateKey', 'statsKey'] as const) {
+        if (k !== which) assert.equal(await redis.exists(bad[k]), 0, `${which} ${mode}: ${k} untouched`);
+      }
+    }
+  });
+
+  it('counts no claimed skip in a stats hash of the wrong type: the tick is still answered done, uncounted', async () => {
+    const k = fresh();
+    await answer(claimScript(redis, [{ ...k, tick: 1000, leaseMs: 1000, holder: 'a', mode: 'grid', nowGuardMs: 0 }]));
+    await redis.del(k.statsKey);
+    await redis.set(k.statsKey, 'garbage');
+    const done = await answer(claimScript(redis, [{ ...k, countSkip: true, tick: 1000, leaseMs: 1000, holder: 'b', mode: 'grid', nowGuardMs: 0 }]));
+    assert.deepEqual(done, { kind: 'done', lastTick: 1000, counted: false });
+    assert.equal(await redis.get(k.statsKey), 'garbage');
+  });
+
+  it('releases each job on its own: a claim state of the wrong type fails only its own release, before the lease is deleted', async () => {
+    const [bad, good] = [fresh(), fresh()];
+    const base = { tick: 1000, leaseMs: 10_000, holder: 'h', mode: 'delay' as const, nowGuardMs: 0 };
+    const [x, y] = await claimScript(redis, [{ ...bad, ...base }, { ...good, ...base }]);
+    if (!x || x instanceof Error || x.kind !== 'claimed' || !y || y instanceof Error || y.kind !== 'claimed') throw new Error('not claimed');
+    await redis.del(bad.stateKey);
+    await redis.set(bad.stateKey, 'garbage');
+    const [rb, rg] = await releaseScript(redis, [{ ...bad, value: x.lease, delayMs: 500 }, { ...good, value: y.lease, delayMs: 500 }]);
+    assert.ok(isLeaseholdError(rb, 'corruptState'), String(rb));
+    assert.ok(rb.message.includes(bad.stateKey));
+    assert.equal(rg, true);
+    assert.equal(await redis.get(bad.leaseKey), x.lease, 'the damaged job\'s lease is left to expire');
+    assert.ok(Number(await redis.hget(good.stateKey, 'due')) > 0);
+  });
+
   it('refuses a claim while the fencing counter holds no integer, so tokens never go back', async () => {
     const k = fresh();
     await redis.hset(k.stateKey, 'fence', 'lots');
     await assert.rejects(answer(claimScript(redis, [{ ...k, tick: 1000, leaseMs: 1000, holder: 'a', mode: 'grid', nowGuardMs: 0 }])), /fencing counter/);
     assert.equal(await redis.exists(k.leaseKey), 0);
+  });
+  it('records a run whose lease expired unreleased once, as lost, in the claim that finds it; a released run never', async () => {
+    const k = fresh();
+    const base = { ...k, mode: 'grid' as const, nowGuardMs: 1e15 };
+    const dead = await answer(claimScript(redis, [{ ...base, tick: 1_000, leaseMs: 30, holder: 'node-a' }]));
+    assert.equal(dead.kind, 'claimed');
+    await sleep(60); // node-a died: its lease runs out, nobody released or recorded its run
+    await redis.config('RESETSTAT');
+    const found = await answer(claimScript(redis, [{ ...base, tick: 2_000, leaseMs: 10_000, holder: 'node-b' }]));
+    assert.equal(found.kind, 'claimed');
+    if (found.kind !== 'claimed' || dead.kind !== 'claimed') return;
+    // The lost run costs the claim four commands more: HMGET and HSET of the stats, LPUSH and LTRIM.
+    assert.deepEqual(await commandsRun(redis), { hmget: 2, hset: 2, set: 1, time: 1, lpush: 1, ltrim: 1 });
+    assert.deepEqual(found.lost, { token: 1, tick: 1_000, startedAt: dead.serverNowMs, foundAt: found.serverNowMs, holder: 'node-a', manual: false });
+    const stats = await redis.hgetall(k.statsKey);
+    assert.deepEqual([stats['runs'], stats['lost'], stats['streak'], stats['lastOutcome'], stats['lastInstance']], ['1', '1', '1', 'lost', 'node-a']);
+    assert.equal(stats['lastStartedAt'], new Date(dead.serverNowMs).toISOString());
+    const runs = (await redis.lrange(k.runsKey, 0, -1)).map((r) => JSON.parse(r) as Record<string, unknown>);
+    assert.equal(runs.length, 1);
+    assert.deepEqual({ ...runs[0], durationMs: 0, error: '' }, {
+      outcome: 'lost', instance: 'node-a', scheduledAt: new Date(1_000).toISOString(), startedAt: new Date(dead.serverNowMs).toISOString(),
+      durationMs: 0, error: '', fencingToken: 1, manual: false, attempt: 1,
+    });
+    assert.match(String(runs[0]?.['error']), /node node-a stopped or froze during the run .*found by node-b/);
+    // node-b's run is released: its next claim finds nothing lost.
+    assert.equal(await answer(releaseScript(redis, [{ ...k, value: found.lease, delayMs: -1 }])), true);
+    assert.equal(await redis.hget(k.stateKey, 'run'), '');
+    const next = await answer(claimScript(redis, [{ ...base, tick: 3_000, leaseMs: 30, holder: 'node-c' }]));
+    assert.equal(next.kind === 'claimed' && next.lost, undefined);
+    // A run that ends after its lease ran out, with nobody claiming since, is released as its own: not lost.
+    await sleep(60);
+    assert.equal(await answer(releaseScript(redis, [{ ...k, value: next.kind === 'claimed' ? next.lease : '', delayMs: -1 }])), false);
+    const after = await answer(claimScript(redis, [{ ...base, tick: 4_000, leaseMs: 10_000, holder: 'node-d' }]));
+    assert.equal(after.kind === 'claimed' && after.lost, undefined);
+    assert.equal((await redis.hgetall(k.statsKey))['lost'], '1');
+    assert.equal(await redis.llen(k.runsKey), 1);
+  });
+
+  it('keeps one record per fencing token: a lease-lost run counts only while no claim recorded its token lost', async () => {
+    const options = { runsCap: 5, keepMs: 60_000 };
+    const lockLost = (token: number) => ({
+      token, incr: { runs: 1, lockLost: 1 }, fails: 1, last: { lastOutcome: 'lockLost', lastStartedAt: new Date(1_000).toISOString() },
+      runs: [JSON.stringify({ outcome: 'lockLost', instance: 'node-a', fencingToken: token })],
+    });
+    const record = async (k: ReturnType<typeof fresh>, seq: number, token: number) => (await recordScript(redis, [{
+      statsKey: k.statsKey, instancesKey: `${k.statsKey}:i`, runsKey: k.runsKey, stateKey: k.stateKey, writersKey: `${k.statsKey}:w`,
+      writer: 'node-a#1', seq, batch: { incr: { skipped: 1 }, leaseLost: [lockLost(token)] },
+    }], options)).map((r) => (r instanceof Error ? r : r.applied));
+    // Frozen past its lease, woken before any claim: its own record counts, and clears the marker.
+    const k = fresh();
+    const base = { ...k, mode: 'grid' as const, nowGuardMs: 1e15 };
+    await answer(claimScript(redis, [{ ...base, tick: 1_000, leaseMs: 30, holder: 'node-a' }]));
+    await sleep(60);
+    assert.deepEqual(await record(k, 1, 1), [true]);
+    assert.deepEqual(await record(k, 1, 1), [false], 'a batch resent counts once');
+    let stats = await redis.hgetall(k.statsKey);
+    assert.deepEqual([stats['runs'], stats['lockLost'], stats['streak'], stats['skipped']], ['1', '1', '1', '1']);
+    const next = await answer(claimScript(redis, [{ ...base, tick: 2_000, leaseMs: 10_000, holder: 'node-b' }]));
+    assert.equal(next.kind === 'claimed' && next.lost, undefined, 'the next claim finds nothing lost');
+    // Taken over while frozen: the claim recorded the token lost, and the woken node's record of it is left out.
+    const k2 = fresh();
+    await answer(claimScript(redis, [{ ...k2, mode: 'grid', nowGuardMs: 1e15, tick: 1_000, leaseMs: 30, holder: 'node-a' }]));
+    await sleep(60);
+    const taken = await answer(claimScript(redis, [{ ...k2, mode: 'grid', nowGuardMs: 1e15, tick: 2_000, leaseMs: 10_000, holder: 'node-b' }]));
+    assert.equal(taken.kind === 'claimed' && taken.lost?.token, 1);
+    assert.deepEqual(await record(k2, 1, 1), [true], 'the rest of the batch applies');
+    stats = await redis.hgetall(k2.statsKey);
+    assert.deepEqual([stats['runs'], stats['lost'], stats['lockLost'], stats['skipped']], ['1', '1', undefined, '1']);
+    assert.deepEqual((await redis.lrange(k2.runsKey, 0, -1)).map((r) => (JSON.parse(r) as { outcome: string }).outcome), ['lost']);
+    assert.match(String(await redis.hget(k2.stateKey, 'run')), /^2 2000 \d+ 0 node-b$/, 'node-b\'s marker stays');
+  });
+
+  it('keeps one record per fencing token when the release\'s answer is lost: a released run counts, a token recorded lost stays refused after later claims', async () => {
+    const options = { runsCap: 5, keepMs: 60_000 };
+    const done = (token: number) => ({ token, incr: { runs: 1, succeeded: 1 }, last: { lastOutcome: 'succeeded', lastStartedAt: new Date(token * 1_000).toISOString() }, runs: [JSON.stringify({ outcome: 'succeeded', fencingToken: token })] });
+    const record = async (k: ReturnType<typeof fresh>, seq: number, token: number) => (await recordScript(redis, [{
+      statsKey: k.statsKey, instancesKey: `${k.statsKey}:i`, runsKey: k.runsKey, stateKey: k.stateKey, writersKey: `${k.statsKey}:w`,
+      writer: 'node-a#1', seq, batch: { leaseLost: [done(token)] },
+    }], options)).map((r) => (r instanceof Error ? r : r.applied));
+    const k = fresh();
+    const grid = { ...k, mode: 'grid' as const, nowGuardMs: 1e15 };
+    // Released (the marker cleared), but the node never heard the answer: its record counts.
+    const first = await answer(claimScript(redis, [{ ...grid, tick: 1_000, leaseMs: 10_000, holder: 'node-a' }]));
+    assert.equal(first.kind, 'claimed');
+    if (first.kind !== 'claimed') return;
+    await releaseScript(redis, [{ leaseKey: k.leaseKey, stateKey: k.stateKey, value: first.lease, delayMs: -1 }]);
+    assert.deepEqual(await record(k, 1, 1), [true]);
+    assert.equal((await redis.hgetall(k.statsKey))['succeeded'], '1');
+    // Token 2 is found lost, then token 3 too: a late record of token 2 is still refused.
+    for (const tick of [2_000, 3_000, 4_000]) {
+      await answer(claimScript(redis, [{ ...grid, tick, leaseMs: 30, holder: 'node-a' }]));
+      await sleep(60);
+    }
+    assert.equal(await redis.hget(k.stateKey, 'lost'), '2:2000 3:3000');
+    assert.deepEqual(await record(k, 2, 2), [true], 'the batch applies, without the run');
+    const stats = await redis.hgetall(k.statsKey);
+    assert.deepEqual([stats['runs'], stats['succeeded'], stats['lost']], ['3', '1', '2']);
+    assert.match(String(await redis.hget(k.stateKey, 'run')), /^4 4000 /, 'the marker of the run in progress stays');
+  });
+
+  it('keeps one record per tick for a claim whose answer never came, whichever reaches Redis first: the claim, or its node\'s record of it as failed', async () => {
+    const options = { runsCap: 5, keepMs: 60_000 };
+    const gaveUp = (tick: number) => ({ tick, holder: 'node-a', incr: { runs: 1, failed: 1 }, fails: 1, runs: [JSON.stringify({ outcome: 'failed', scheduledAt: new Date(tick).toISOString() })] });
+    const record = async (k: ReturnType<typeof fresh>, seq: number, tick: number) => (await recordScript(redis, [{
+      statsKey: k.statsKey, instancesKey: `${k.statsKey}:i`, runsKey: k.runsKey, stateKey: k.stateKey, writersKey: `${k.statsKey}:w`,
+      writer: 'node-a#1', seq, batch: { leaseLost: [gaveUp(tick)] },
+    }], options)).map((r) => (r instanceof Error ? r : r.applied));
+    const grid = (k: ReturnType<typeof fresh>, tick: number, holder: string) => answer(claimScript(redis, [{ ...k, mode: 'grid', nowGuardMs: 1e15, tick, leaseMs: 30, holder }]));
+    // The record first: the late claim is answered done, and no token is minted for it.
+    const k = fresh();
+    assert.deepEqual(await record(k, 1, 1_000), [true]);
+    assert.equal((await grid(k, 1_000, 'node-a')).kind, 'done');
+    assert.equal(await redis.hget(k.stateKey, 'fence'), null, 'no token minted');
+    assert.equal((await grid(k, 2_000, 'node-a')).kind, 'claimed', 'the next tick is claimed as ever');
+    assert.equal(await redis.hget(k.stateKey, 'gaveUp.node-a'), null, 'and the mark is gone');
+    // The claim first, found lost later: the record is left out; found before: the record clears its marker.
+    const k2 = fresh();
+    await grid(k2, 1_000, 'node-a');
+    await sleep(60);
+    const found = await grid(k2, 2_000, 'node-b');
+    assert.equal(found.kind === 'claimed' && found.lost?.token, 1);
+    assert.deepEqual(await record(k2, 1, 1_000), [true]);
+    let stats = await redis.hgetall(k2.statsKey);
+    assert.deepEqual([stats['runs'], stats['lost'], stats['failed']], ['1', '1', undefined]);
+    const k3 = fresh();
+    await grid(k3, 1_000, 'node-a');
+    assert.deepEqual(await record(k3, 1, 1_000), [true]);
+    await sleep(60);
+    const next = await grid(k3, 2_000, 'node-b');
+    assert.equal(next.kind === 'claimed' && next.lost, undefined, 'nothing found lost');
+    stats = await redis.hgetall(k3.statsKey);
+    assert.deepEqual([stats['runs'], stats['lost'], stats['failed']], ['1', undefined, '1']);
   });
 });

@@ -5,7 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { RunnerCore } from '../src/runner/runner.js';
+import { Scheduler } from '../src/runner/runner.js';
 import type { ClaimResult, ClaimRequest, Coordinator, HeldLease } from '../src/lease/port.js';
 import { LeaseholdError, type JobContext } from '../src/index.js';
 import { ManualClock } from './helpers/clock.js';
@@ -36,7 +36,7 @@ function lease(token: number, onRelease: (handBack: boolean) => void): HeldLease
 function setup(coordinator: Coordinator) {
   const clock = new ManualClock(T0 + 500);
   const { logger } = memoryLogger();
-  const core = new RunnerCore({ instanceId: 'me', logger, shutdownGraceMs: 0, clock, coordinator });
+  const core = new Scheduler({ instanceId: 'me', logger, shutdownGraceMs: 0, clock, coordinator });
   const events: string[] = [];
   core.on('runStarted', (e) => events.push(`start ${e.scheduledAt - T0} token ${e.fencingToken}`));
   core.on('runEnded', (e) => events.push(`end ${e.scheduledAt - T0} ${e.outcome}${e.error ? ` ${e.error}` : ''}`));
@@ -157,7 +157,7 @@ test('with a claim lead the claim goes out ahead of the tick and the run starts 
     close: async () => {},
   };
   const { logger } = memoryLogger();
-  const core = new RunnerCore({ instanceId: 'me', logger, shutdownGraceMs: 0, clock, coordinator: c });
+  const core = new Scheduler({ instanceId: 'me', logger, shutdownGraceMs: 0, clock, coordinator: c });
   const started: number[] = [];
   core.add({ id: 'j', scope: 'installation', cron: '* * * * * *', run: () => void started.push(clock.now()) });
   core.start();
@@ -180,7 +180,7 @@ test('with a claim lead, a run still going at the early fire is judged on the ti
     close: async () => {},
   };
   const { logger } = memoryLogger();
-  const core = new RunnerCore({ instanceId: 'me', logger, shutdownGraceMs: 0, clock, coordinator: c });
+  const core = new Scheduler({ instanceId: 'me', logger, shutdownGraceMs: 0, clock, coordinator: c });
   const events: string[] = [];
   core.on('runStarted', (e) => events.push(`start ${e.scheduledAt - T0}`));
   core.on('skipped', (e) => events.push(`skip ${e.scheduledAt - T0} ${e.reason}`));
@@ -202,7 +202,7 @@ test('ticks while paused, while the schedule was invalid, or on an older schedul
   const clock = new ManualClock(T0);
   const { logger } = memoryLogger();
   const overrides: Record<string, string> = {};
-  const core = new RunnerCore({ instanceId: 'me', logger, shutdownGraceMs: 0, clock, settings: { get: () => ({ ...overrides }) } });
+  const core = new Scheduler({ instanceId: 'me', logger, shutdownGraceMs: 0, clock, settings: { get: () => ({ ...overrides }) } });
   const missed: number[] = [];
   core.on('missed', (e) => missed.push(e.count));
   core.add({ id: 'j', scope: 'installation', cron: '* * * * * *', run: () => {} });

@@ -5,10 +5,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createRunner, LeaseholdError, type RunEndedEvent, type SkippedEvent } from '../src/index.js';
+import { createRunner, LeaseholdError, type Duration, type RunEndedEvent, type SkippedEvent } from '../src/index.js';
 import { memoryLogger } from './helpers/log.js';
 
-function make(grace = '200ms') {
+function make(grace: Duration = '200ms') {
   const { logger, lines } = memoryLogger();
   const runner = createRunner({ logger, instanceId: 'rt', shutdownGrace: grace });
   const ended: RunEndedEvent[] = [];

@@ -16,7 +16,7 @@ const T0 = Date.parse('2026-03-02T10:00:00.000Z');
 function setup() {
   const clock = new ManualClock(T0);
   const { logger, lines } = memoryLogger();
-  const runner = createRunner({ clock, logger, instanceId: 'node-a', shutdownGrace: '2s' });
+  const runner = createRunner({ local: true, clock, logger, instanceId: 'node-a', shutdownGrace: '2s' });
   const started: RunStartedEvent[] = [];
   const ended: RunEndedEvent[] = [];
   runner.on('runStarted', (e) => started.push(e));
@@ -99,7 +99,7 @@ test('the stats count a tick once, by its final attempt, and keep every attempt 
 test('retry options: checked with errors naming the job and field; exponential backoff with jitter stays within its bounds', () => {
   const { runner } = setup();
   assert.throws(() => runner.add({ id: 'r1', fixedRate: '1s', retry: { attempts: 0 }, run: () => {} }), /job "r1": field "retry": attempts: 0 must be a whole number from 1 to 100/);
-  assert.throws(() => runner.add({ id: 'r2', fixedRate: '1s', retry: { attempts: 2, backoff: 'soon' }, run: () => {} }), /job "r2": field "retry": .*"soon"/);
+  assert.throws(() => runner.add({ id: 'r2', fixedRate: '1s', retry: { attempts: 2, backoff: 'soon' as never }, run: () => {} }), /job "r2": field "retry": .*"soon"/);
   assert.throws(() => runner.add({ id: 'r3', fixedRate: '1s', retry: { attempts: 2, backoff: { initial: '10s', max: '1s' } }, run: () => {} }), /job "r3": field "retry": backoff.max/);
   assert.throws(() => runner.add({ id: 'r4', fixedRate: '1s', retry: { attempts: 2, tries: 3 } as never, run: () => {} }), /unknown field "tries"/);
   const p = parseRetry({ attempts: 6, backoff: { initial: '1s', max: '5s' } });

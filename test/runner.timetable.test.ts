@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRunner, type RunEndedEvent, type SkippedEvent, type RunStartedEvent } from '../src/index.js';
-import { RunnerCore } from '../src/runner/runner.js';
+import { Scheduler } from '../src/runner/runner.js';
 import { ManualClock, deferred } from './helpers/clock.js';
 import { memoryLogger } from './helpers/log.js';
 
@@ -14,7 +14,7 @@ const T0 = Date.parse('2026-03-02T10:00:00.000Z');
 function setup(start = T0) {
   const clock = new ManualClock(start);
   const { logger, lines } = memoryLogger();
-  const runner = createRunner({ clock, logger, instanceId: 'node-a', shutdownGrace: 0 });
+  const runner = createRunner({ local: true, clock, logger, instanceId: 'node-a', shutdownGrace: 0 });
   const started: RunStartedEvent[] = [];
   const ended: RunEndedEvent[] = [];
   const skipped: SkippedEvent[] = [];
@@ -34,6 +34,21 @@ test('a cron job fires on its ticks, with scheduledAt equal to the tick (SPEC 2,
   assert.deepEqual(started.map((e) => iso(e.scheduledAt)), ['2026-03-02T10:00:10.000Z', '2026-03-02T10:00:20.000Z', '2026-03-02T10:00:30.000Z']);
   assert.deepEqual(started.map((e) => e.lagMs), [0, 0, 0]);
   assert.deepEqual(ended.map((e) => e.outcome), ['succeeded', 'succeeded', 'succeeded']);
+  await runner.stop();
+});
+
+test('runner.jobs() gives times as ISO-8601 strings, as the status does; the events carry epoch ms', async () => {
+  const { clock, runner, started } = setup(T0 + 3_000);
+  const gate = deferred();
+  const added = runner.add({ id: 'every-10s', cron: '*/10 * * * * *', run: () => gate.promise });
+  assert.equal(added.nextDueAt, null, 'nothing is planned before the start');
+  await runner.start();
+  assert.equal(runner.jobs()[0]?.nextDueAt, '2026-03-02T10:00:10.000Z');
+  await clock.advance(7_000);
+  assert.equal(started[0]?.scheduledAt, T0 + 10_000);
+  const job = runner.jobs()[0];
+  assert.deepEqual([job?.running?.startedAt, job?.running?.aborted, job?.nextDueAt], ['2026-03-02T10:00:10.000Z', undefined, '2026-03-02T10:00:20.000Z']);
+  gate.resolve();
   await runner.stop();
 });
 
@@ -166,7 +181,7 @@ test('settings: a paused job skips with reason paused, and resumes on refresh', 
   const clock = new ManualClock(T0);
   const { logger } = memoryLogger();
   const overrides: Record<string, string> = { paused: 'true' };
-  const core = new RunnerCore({ instanceId: 'n', logger, shutdownGraceMs: 0, clock, settings: { get: () => ({ ...overrides }) } });
+  const core = new Scheduler({ instanceId: 'n', logger, shutdownGraceMs: 0, clock, settings: { get: () => ({ ...overrides }) } });
   const runs: number[] = [];
   const skips: string[] = [];
   core.on('runStarted', (e) => runs.push(e.scheduledAt - T0));
@@ -188,7 +203,7 @@ test('settings: a new cadence applies at the next fire; a bad one marks the job 
   const clock = new ManualClock(T0);
   const { logger } = memoryLogger();
   const overrides: Record<string, string> = {};
-  const core = new RunnerCore({ instanceId: 'n', logger, shutdownGraceMs: 0, clock, settings: { get: () => ({ ...overrides }) } });
+  const core = new Scheduler({ instanceId: 'n', logger, shutdownGraceMs: 0, clock, settings: { get: () => ({ ...overrides }) } });
   const runs: number[] = [];
   const states: string[] = [];
   core.on('runStarted', (e) => runs.push(e.scheduledAt - T0));
@@ -214,7 +229,7 @@ test('an environment setting that holds a bad value marks only that job invalid'
   const clock = new ManualClock(T0);
   const { logger } = memoryLogger();
   process.env['LH_TEST_RATE'] = 'soon';
-  const core = new RunnerCore({ instanceId: 'n', logger, shutdownGraceMs: 0, clock });
+  const core = new Scheduler({ instanceId: 'n', logger, shutdownGraceMs: 0, clock });
   const { fromEnv } = await import('../src/index.js');
   let good = 0;
   core.add({ id: 'bad-env', fixedRate: fromEnv('LH_TEST_RATE', '1s'), run: () => {} });
@@ -231,11 +246,32 @@ test('an environment setting that holds a bad value marks only that job invalid'
   await core.stop();
 });
 
+test('fromEnv settings are read in the environment the settings source hands in, at every fire', async () => {
+  const clock = new ManualClock(T0);
+  const { logger } = memoryLogger();
+  const env: Record<string, string | undefined> = { LH_GIVEN_RATE: '2s', LH_GIVEN_CRON: 'not a cron' };
+  assert.equal(process.env['LH_GIVEN_RATE'], undefined);
+  const core = new Scheduler({ instanceId: 'n', logger, shutdownGraceMs: 0, clock, settings: { get: () => ({}), env } });
+  const { fromEnv } = await import('../src/index.js');
+  const starts: number[] = [];
+  core.add({ id: 'given', fixedRate: fromEnv('LH_GIVEN_RATE', '1s'), run: () => { starts.push(clock.now() - T0); } });
+  core.add({ id: 'bad', cron: fromEnv('LH_GIVEN_CRON', '0 0 * * * *'), run: () => {} });
+  core.start();
+  await clock.advance(4_500);
+  assert.deepEqual(starts, [0, 2_000, 4_000], 'the period from the given environment, not the default');
+  assert.equal(core.job('bad')?.state, 'invalidSchedule');
+  assert.deepEqual(core.job('bad')?.declared, { kind: 'cron', value: 'not a cron', zone: undefined }, 'the status describes the value it was given');
+  env['LH_GIVEN_RATE'] = '500ms';
+  await clock.advance(2_600);
+  assert.deepEqual(starts.filter((t) => t > 4_500), [6_000, 6_500, 7_000], 'a change applies at the next fire');
+  await core.stop();
+});
+
 test('a zone from the environment with a bad value marks the job invalidSchedule and never stops registration (SPEC 1)', async () => {
   const clock = new ManualClock(T0);
   const { logger } = memoryLogger();
   process.env['LH_TEST_ZONE'] = 'Mars/Olympus';
-  const core = new RunnerCore({ instanceId: 'n', logger, shutdownGraceMs: 0, clock });
+  const core = new Scheduler({ instanceId: 'n', logger, shutdownGraceMs: 0, clock });
   const { fromEnv } = await import('../src/index.js');
   const runs: number[] = [];
   core.add({ id: 'zoned', cron: '*/10 * * * * *', zone: fromEnv('LH_TEST_ZONE', 'Europe/Berlin'), run: () => { runs.push(clock.now()); } });
@@ -273,7 +309,7 @@ test('add() rejects a bad definition or a duplicate id with an error naming the 
 
 test('a tick of a thousand jobs is handled in slices, with the event loop free between them (I/O waits for one slice, not the tick)', async () => {
   const { logger } = memoryLogger();
-  const runner = createRunner({ logger, instanceId: 'node-a', shutdownGrace: 0 });
+  const runner = createRunner({ local: true, logger, instanceId: 'node-a', shutdownGrace: 0 });
   const start = Math.ceil((Date.now() + 1_500) / 1_000) * 1_000;
   for (let i = 0; i < 1_000; i++) runner.add({ id: `job-${i}`, cron: `${new Date(start).getUTCSeconds()} * * * * *`, run: () => {} });
   // Starts seen at each turn of the event loop (setImmediate runs once per turn, after I/O).

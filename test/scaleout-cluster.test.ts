@@ -11,17 +11,21 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { spawn } from 'node:child_process';
+import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { Cluster } from 'ioredis';
 import { createRedis, whenReady } from '../src/redis/connection.js';
 import { keys as keyNames } from '../src/redis/keys.js';
 import { manualFailover, startCluster, startNodes, writeScaleoutJobs, TICK_JOBS, type TestCluster } from './helpers/cluster.js';
 import { runLeasehold } from './helpers/node.js';
 import { duplicateTicks, readRuns, type RunLine } from './helpers/runs.js';
+import { until } from './helpers/wait.js';
 
 let cluster: TestCluster;
 const dir = mkdtempSync(join(tmpdir(), 'leasehold-scaleout-cluster-'));
 const jobs = writeScaleoutJobs(dir);
-const TOKEN = 'scaleout-admin-token';
+const TOKEN = 'scaleout-admin-token-0123456789';
 
 before(async () => {
   cluster = await startCluster({ masters: 3, replicas: 1, nodeTimeoutMs: 1_000 });
@@ -162,6 +166,68 @@ test('a fail-fast cluster connection is ready at once and refuses commands while
     assert.ok(Date.now() - started < 500, 'fails at once');
   } finally {
     nobody.disconnect();
+  }
+});
+
+/**
+ * A TCP relay in front of each running server of the cluster: the NAT map that sends a client
+ * through them, and a switch after which new connections are held unanswered (those open go on).
+ */
+async function relays(): Promise<{ natMap: Record<string, { host: string; port: number }>; holdNew(): void; close(): void }> {
+  let hold = false;
+  const sockets = new Set<Socket>();
+  const servers: Server[] = [];
+  const natMap: Record<string, { host: string; port: number }> = {};
+  for (const s of cluster.servers) {
+    const server = createServer((client) => {
+      sockets.add(client);
+      client.on('error', () => client.destroy());
+      if (hold) return;
+      const upstream = connect({ host: '127.0.0.1', port: s.port });
+      sockets.add(upstream);
+      upstream.on('error', () => client.destroy());
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    servers.push(server);
+    natMap[`127.0.0.1:${s.port}`] = { host: '127.0.0.1', port: (server.address() as AddressInfo).port };
+  }
+  return {
+    natMap,
+    holdNew: () => {
+      hold = true;
+    },
+    close: () => {
+      for (const s of sockets) s.destroy();
+      for (const s of servers) s.close();
+    },
+  };
+}
+
+test('a process whose cluster connection is closed while a slots refresh waits on a node exits by itself', async () => {
+  const relay = await relays();
+  const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(new URL('./fixtures/cluster-close.ts', import.meta.url))], {
+    env: { ...process.env, NAT_MAP: JSON.stringify(relay.natMap) },
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (d: string) => (out += d));
+  try {
+    await until('the connection ready', () => out.includes('ready'), 15_000);
+    // The refresh ioredis runs every 2 s opens a connection of its own for CLUSTER SLOTS: held,
+    // it waits its 1 s timeout on each node in turn, so one is under way at the close, while
+    // the QUITs go over the connections already open and are answered at once.
+    relay.holdNew();
+    await sleep(2_500);
+    child.stdin.write('close\n');
+    await until('the connection closed', () => out.includes('closed'), 10_000);
+    // Nothing is left to hold it: it exits by itself.
+    await until('the process to exit by itself', () => child.exitCode !== null, 10_000);
+    assert.equal(child.exitCode, 0);
+  } finally {
+    child.kill('SIGKILL');
+    relay.close();
   }
 });
 

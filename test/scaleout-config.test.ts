@@ -36,7 +36,7 @@ describe('node lists', () => {
     const bad: string[][] = [[], ['host:99999'], ['a b:1'], ['host:'], [`http://u:${SECRET}@h:1`], [`redis://u:${SECRET}@a:1`, 'redis://u:other@b:2'], [`redis://u:${SECRET}@a:1`, 'redis://v:' + SECRET + '@b:2']];
     for (const entries of bad) {
       assert.throws(() => parseNodeList(entries, 'REDIS_CLUSTER_NODES', 6379), (err) => {
-        assert.ok(isLeaseholdError(err, 'invalidConfig'), JSON.stringify(entries));
+        assert.ok(isLeaseholdError(err, 'invalidRedisTarget'), JSON.stringify(entries));
         assert.match(err.message, /REDIS_CLUSTER_NODES|Redis url/);
         assert.ok(!err.message.includes(SECRET), err.message);
         return true;
@@ -70,9 +70,9 @@ describe('targets', () => {
   });
 
   it('refuses a Sentinel target without a master name, a database on a Cluster, and two targets at once', () => {
-    assert.throws(() => createRedis({ target: { sentinels: ['s:1'], sentinelName: '' }, role: 'lease' }), (err) => isLeaseholdError(err, 'invalidConfig'));
+    assert.throws(() => createRedis({ target: { sentinels: ['s:1'], sentinelName: '' }, role: 'lease' }), (err) => isLeaseholdError(err, 'invalidRedisTarget'));
     assert.throws(() => createRedis({ target: { clusterNodes: ['redis://a:1/2'] }, role: 'lease' }), /only database 0/);
-    assert.throws(() => createRedis({ url: 'redis://a:1', target: { clusterNodes: ['a:1'] }, role: 'lease' }), (err) => isLeaseholdError(err, 'invalidConfig'));
+    assert.throws(() => createRedis({ url: 'redis://a:1', target: { clusterNodes: ['a:1'] }, role: 'lease' }), (err) => isLeaseholdError(err, 'invalidRedisTarget'));
   });
 
   it('the runner takes one of redisUrl, redisClusterNodes, redisSentinels (with its name) and redis', () => {

@@ -38,6 +38,8 @@ const TOKEN = 'Adm1n-T0ken-7f3c9e';
 const WRONG_PASSWORD = 'WrongSecretPw';
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 const printable = fc.stringMatching(/^[\x21-\x7e]{1,64}$/);
+/** A token a node accepts: at least 16 characters. */
+const configurable = fc.stringMatching(/^[\x21-\x7e]{16,64}$/);
 
 /** Replaces `crypto.timingSafeEqual` (also for ESM imports of it) while `body` runs. */
 function spyOnTimingSafeEqual<T>(body: (calls: Array<[Buffer, Buffer]>) => T): T {
@@ -86,7 +88,7 @@ describe('the admin token check', () => {
       fc.constantFrom('Bearer', 'Bearer ', 'bearer', 'Basic abc', 'Token x', `Bearer ${TOKEN} ${TOKEN}`, `Bearer\t${TOKEN}`, `BEARER ${TOKEN}  `, `Bearer ${TOKEN}\n`, ` Bearer ${TOKEN}`, ''),
       fc.string({ maxLength: 40 }),
     );
-    fc.assert(fc.property(fc.oneof(printable, fc.constant(TOKEN)), fc.oneof(header, fc.constant(undefined)), fc.boolean(), (token, given, offerRight) => {
+    fc.assert(fc.property(fc.oneof(configurable, fc.constant(TOKEN)), fc.oneof(header, fc.constant(undefined)), fc.boolean(), (token, given, offerRight) => {
       const authorization = offerRight ? `Bearer ${token}` : given;
       const decision = bearerChecker(token)(authorization);
       const expected = authorization !== undefined && BEARER.exec(authorization)?.[1] === token;
@@ -112,10 +114,10 @@ describe('the admin token check', () => {
 
   test('a token that no Authorization header can carry is refused when configured, without showing it', () => {
     for (const token of ['two words', ' padded', 'tab\there', 'naïve', 'line\nbreak', '\u0000']) {
-      assert.throws(() => bearerChecker(token), (e: unknown) => isLeaseholdError(e, 'invalidConfig') && !e.message.includes(token.trim()), JSON.stringify(token));
+      assert.throws(() => bearerChecker(token), (e: unknown) => isLeaseholdError(e, 'invalidToken') && !e.message.includes(token.trim()), JSON.stringify(token));
       const env = { LEASEHOLD_ADMIN_TOKEN: token.includes('\n') ? token : `x${token}x` };
       assert.throws(() => readConfig({}, env), (e: unknown) =>
-        isLeaseholdError(e, 'invalidConfig') && e.message.startsWith('LEASEHOLD_ADMIN_TOKEN: ') && !e.message.includes(env.LEASEHOLD_ADMIN_TOKEN.trim()), JSON.stringify(token));
+        isLeaseholdError(e, 'invalidToken') && e.message.startsWith('LEASEHOLD_ADMIN_TOKEN: ') && !e.message.includes(env.LEASEHOLD_ADMIN_TOKEN.trim()), JSON.stringify(token));
     }
     // Whatever token is accepted can be sent.
     fc.assert(fc.property(fc.string({ minLength: 1, maxLength: 24 }), (token) => {
@@ -123,11 +125,52 @@ describe('the admin token check', () => {
       try {
         check = bearerChecker(token);
       } catch (err) {
-        assert.ok(isLeaseholdError(err, 'invalidConfig'));
+        assert.ok(isLeaseholdError(err, 'invalidToken'));
         return;
       }
       assert.equal(check(`Bearer ${token}`).ok, true, `configured ${JSON.stringify(token)}, but "Bearer <it>" is refused`);
     }), params(1_000));
+  });
+});
+
+describe('tokens long enough not to be guessed', () => {
+  test('a token shorter than 16 characters is refused wherever it is configured, with a clear error that does not show it', () => {
+    for (const token of ['x', 'secret', 'dev-admin-token', 'a'.repeat(15)]) {
+      const short = (e: unknown, name: string): boolean => isLeaseholdError(e, 'invalidToken') && e.message.startsWith(`${name}: `) && /at least 16 characters/.test(e.message) && (token.length < 8 || !e.message.includes(token));
+      assert.throws(() => bearerChecker(token), (e: unknown) => short(e, 'admin token'), token);
+      for (const key of ['adminToken', 'readToken', 'metricsToken', 'cookieSecret'] as const) {
+        assert.throws(() => createRunner({ [key]: token, logger: memoryLogger().logger }), (e: unknown) => short(e, key), `${key} ${token}`);
+      }
+      for (const env of ['LEASEHOLD_ADMIN_TOKEN', 'LEASEHOLD_READ_TOKEN', 'LEASEHOLD_METRICS_TOKEN', 'LEASEHOLD_COOKIE_SECRET']) {
+        assert.throws(() => readConfig({}, { [env]: token }), (e: unknown) => short(e, env), `${env} ${token}`);
+      }
+    }
+    assert.equal(bearerChecker('a'.repeat(16))(`Bearer ${'a'.repeat(16)}`).ok, true, '16 characters are enough');
+  });
+
+  test('leasehold start with a short admin token exits 2 and says why', async () => {
+    const r = await runLeasehold(['start', '--jobs', 'test/fixtures/jobs-valid.ts', '--port', '0'], { LEASEHOLD_ADMIN_TOKEN: 'changeme' });
+    assert.equal(r.code, 2, r.stderr);
+    assert.equal(r.stderr, 'leasehold: LEASEHOLD_ADMIN_TOKEN: a token needs at least 16 characters, so that it cannot be guessed (make one with: openssl rand -hex 32) (the value is not shown)\n');
+  });
+});
+
+describe('safe defaults of leasehold start', () => {
+  test('it listens on 127.0.0.1 unless told otherwise, and believes no proxy header unless told to', async () => {
+    const config = readConfig({}, {});
+    assert.equal(config.host, '127.0.0.1');
+    assert.equal(config.trustProxy, false);
+    assert.equal(readConfig({}, { HOST: '0.0.0.0' }).host, '0.0.0.0');
+    assert.deepEqual(['true', '2', '10.0.0.1,10.0.0.0/8'].map((v) => readConfig({}, { LEASEHOLD_TRUST_PROXY: v }).trustProxy), [true, 2, '10.0.0.1,10.0.0.0/8']);
+    assert.throws(() => readConfig({ 'trust-proxy': 'everyone' }, {}), /LEASEHOLD_TRUST_PROXY\/--trust-proxy: "everyone" is not true, false/);
+    const node = spawnLeasehold(['start', '--jobs', 'test/fixtures/jobs-valid.ts', '--port', '0', '--local'], { LEASEHOLD_SHUTDOWN_GRACE: '100ms' });
+    try {
+      const line = await node.waitFor((l) => l['msg'] !== undefined && /^HTTP listening/.test(String(l['msg'])), 15_000);
+      assert.equal(line['host'], '127.0.0.1');
+    } finally {
+      node.kill('SIGTERM');
+      await node.exited;
+    }
   });
 });
 

@@ -10,12 +10,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import type { RunStartedEvent } from '../src/index.js';
 import { keys as keyNames } from '../src/redis/keys.js';
-import { RunnerCore } from '../src/runner/runner.js';
+import { Scheduler } from '../src/runner/runner.js';
 import type { ClaimOrder } from '../src/runner/order.js';
-import { redisCoordinator } from '../src/lease/redis-coordinator.js';
-import { createRedis } from '../src/redis/connection.js';
 import { rendezvousOrder } from '../src/status/spread.js';
-import { attachStatus, type AttachedStatus } from '../src/create/index.js';
+import { createNode, type StatusNode } from '../src/create/index.js';
 import { memoryLogger } from './helpers/log.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
 
@@ -65,16 +63,12 @@ describe('nodes that see the live nodes differently', () => {
   /** Two in-process nodes whose claim order is given, over a real Redis. */
   async function pair(prefix: string, orders: [ClaimOrder, ClaimOrder]): Promise<{ started: RunStartedEvent[]; stop(): Promise<void> }> {
     const { logger } = memoryLogger();
-    const k = keyNames(prefix);
     const started: RunStartedEvent[] = [];
-    const nodes: Array<{ core: RunnerCore; layer: AttachedStatus }> = [];
+    const nodes: Array<{ core: Scheduler; layer: StatusNode }> = [];
     for (const [i, id] of ['a', 'b'].entries()) {
-      const core = new RunnerCore({ instanceId: id, logger, shutdownGraceMs: 200 });
-      const lease = createRedis({ role: 'lease', target: { url: server.url } });
-      core.setCoordinator(redisCoordinator({ redis: lease, keys: k, instanceId: id, logger, ownsConnection: true }));
+      const layer = createNode({ instanceId: id, logger, shutdownGraceMs: 200, redis: { url: server.url }, prefix, coordinator: 'redis', claimOrder: orders[i] as ClaimOrder });
+      const core = layer.core;
       core.add({ id: 'every-second', scope: 'installation', cron: '* * * * * *', run: () => undefined });
-      const layer = attachStatus({ core, redis: { url: server.url }, prefix, logger });
-      core.setClaimOrder(orders[i] as ClaimOrder);
       core.on('runStarted', (e) => started.push(e));
       await layer.start();
       core.start();

@@ -9,10 +9,8 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { createRunner, isLeaseholdError, type JobContext, type RunEndedEvent } from '../src/index.js';
 import { keys as keyNames } from '../src/redis/keys.js';
-import { RunnerCore } from '../src/runner/runner.js';
-import { redisCoordinator } from '../src/lease/redis-coordinator.js';
-import { createRedis } from '../src/redis/connection.js';
-import { attachStatus, type AttachedStatus } from '../src/create/index.js';
+import { Scheduler } from '../src/runner/runner.js';
+import { createNode, type StatusNode } from '../src/create/index.js';
 import { ManualClock } from './helpers/clock.js';
 import { memoryLogger } from './helpers/log.js';
 import { until } from './helpers/wait.js';
@@ -20,13 +18,13 @@ import { startRedis, type TestRedis } from './helpers/redis.js';
 
 const PREFIX = 'cancel-test';
 const k = keyNames(PREFIX);
-const TOKEN = 'cancel-tok';
+const TOKEN = 'cancel-admin-token-0123456789';
 
 
 describe('runner.cancel', () => {
   it('aborts the run with reason cancelled, records it as cancelled, and the job runs again at its next tick', async () => {
     const clock = new ManualClock(Date.parse('2026-03-02T10:00:00Z'));
-    const runner = createRunner({ clock, logger: memoryLogger().logger, instanceId: 'n', shutdownGrace: 0 });
+    const runner = createRunner({ local: true, clock, logger: memoryLogger().logger, instanceId: 'n', shutdownGrace: 0 });
     const ended: RunEndedEvent[] = [];
     const reasons: unknown[] = [];
     runner.on('runEnded', (e) => ended.push(e));
@@ -51,7 +49,7 @@ describe('runner.cancel', () => {
 describe('cancel across the cluster', () => {
   let server: TestRedis;
   let cli: Redis;
-  const nodes: Array<{ core: RunnerCore; layer: AttachedStatus; ended: RunEndedEvent[] }> = [];
+  const nodes: Array<{ core: Scheduler; layer: StatusNode; ended: RunEndedEvent[] }> = [];
   let app: FastifyInstance;
   const auth = { authorization: `Bearer ${TOKEN}` };
 
@@ -60,13 +58,11 @@ describe('cancel across the cluster', () => {
     cli = server.client();
     const { logger } = memoryLogger();
     for (const id of ['a', 'b']) {
-      const core = new RunnerCore({ instanceId: id, logger, shutdownGraceMs: 200 });
-      const lease = createRedis({ role: 'lease', target: { url: server.url } });
-      core.setCoordinator(redisCoordinator({ redis: lease, keys: k, instanceId: id, logger, ownsConnection: true }));
+      const layer = createNode({ instanceId: id, logger, shutdownGraceMs: 200, redis: { url: server.url }, prefix: PREFIX, coordinator: 'redis', adminToken: TOKEN });
+      const core = layer.core;
       // Only node b has the long job: a cancel sent to node a must reach it.
       if (id === 'b') core.add({ id: 'long', scope: 'installation', fixedRate: '1h', run: (ctx: JobContext) => new Promise<void>((r) => ctx.signal.addEventListener('abort', () => r())) });
       core.add({ id: 'idle', fixedRate: '1h', initialDelay: '1h', run: () => undefined });
-      const layer = attachStatus({ core, redis: { url: server.url }, prefix: PREFIX, logger, adminToken: TOKEN });
       const ended: RunEndedEvent[] = [];
       core.on('runEnded', (e) => ended.push(e));
       await layer.start();
@@ -74,7 +70,7 @@ describe('cancel across the cluster', () => {
       nodes.push({ core, layer, ended });
     }
     app = Fastify();
-    await app.register((nodes[0] as { layer: AttachedStatus }).layer.routes);
+    await app.register((nodes[0] as { layer: StatusNode }).layer.routes);
   });
   after(async () => {
     await app.close();

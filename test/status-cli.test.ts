@@ -6,8 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import Fastify from 'fastify';
 import { runStatus, renderStatus } from '../src/cli/status.js';
-import { RunnerCore } from '../src/runner/runner.js';
-import { attachStatus, type AttachedStatus as StatusLayer } from '../src/create/index.js';
+import { createNode, type StatusNode as StatusLayer } from '../src/create/index.js';
 import type { ClusterStatus } from '../src/status/model.js';
 import { memoryLogger } from './helpers/log.js';
 import { runLeasehold } from './helpers/node.js';
@@ -25,10 +24,10 @@ describe('leasehold status', () => {
     server = await startRedis();
     env = { REDIS_URL: server.url, LEASEHOLD_PREFIX: PREFIX };
     const { logger } = memoryLogger();
-    const core = new RunnerCore({ instanceId: 'cli-node', logger, shutdownGraceMs: 100 });
+    layer = createNode({ instanceId: 'cli-node', logger, shutdownGraceMs: 100, redis: { url: server.url }, prefix: PREFIX });
+    const core = layer.core;
     core.add({ id: 'works', fixedRate: '100ms', run: () => undefined });
     core.add({ id: 'breaks', scope: 'installation', fixedRate: '100ms', run: () => Promise.reject(new Error('no disk')) });
-    layer = attachStatus({ core, redis: { url: server.url }, prefix: PREFIX, logger });
     await layer.start();
     core.start();
     await new Promise((r) => setTimeout(r, 700));
@@ -73,7 +72,7 @@ describe('leasehold status', () => {
     assert.match(rows[1] ?? '', /^works\s+instance\s+degraded\s+(\d+)\s+\1\s+0\s+succeeded/);
     assert.match(res.stdout, /breaks: failing streak/);
     assert.match(res.stdout, /breaks: last error: no disk/);
-    assert.match(renderStatus({ generatedAt: '', jobs: [], instances: [] }), /no jobs registered\n\nno live instances/);
+    assert.match(renderStatus({ generatedAt: '', jobs: [], instances: [], problems: [] }), /no jobs registered\n\nno live instances/);
   });
 
   it('bad usage exits 2; an unreachable Redis exits 1 without showing the password', async () => {

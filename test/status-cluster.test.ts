@@ -6,12 +6,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createRedis } from '../src/redis/connection.js';
 import { keys as keyNames } from '../src/redis/keys.js';
-import { redisCoordinator } from '../src/lease/redis-coordinator.js';
 import type { RunEndedEvent, SkippedEvent } from '../src/runner/events.js';
-import { RunnerCore } from '../src/runner/runner.js';
-import { attachStatus, type AttachedStatus as StatusLayer } from '../src/create/index.js';
+import { Scheduler } from '../src/runner/runner.js';
+import { createNode, type StatusNode as StatusLayer } from '../src/create/index.js';
 import type { ClusterStatus } from '../src/status/model.js';
 import { memoryLogger } from './helpers/log.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
@@ -27,7 +25,7 @@ const JOBS = [
 ];
 
 interface TestNode {
-  core: RunnerCore;
+  core: Scheduler;
   layer: StatusLayer;
   ended: RunEndedEvent[];
   skipped: SkippedEvent[];
@@ -41,14 +39,9 @@ describe('two nodes', () => {
   before(async () => {
     server = await startRedis();
     for (const id of ['node-a', 'node-b']) {
-      const core = new RunnerCore({ instanceId: id, logger: log.logger, shutdownGraceMs: 2_000 });
-      const lease = createRedis({ url: server.url, role: 'lease' });
-      lease.on('error', () => undefined);
-      const coordinator = redisCoordinator({ redis: lease, keys: keyNames(PREFIX), instanceId: id, logger: log.logger, ownsConnection: true });
-      core.setCoordinator(coordinator);
-      await coordinator.start();
+      const layer = createNode({ instanceId: id, logger: log.logger, shutdownGraceMs: 2_000, redis: { url: server.url }, prefix: PREFIX, coordinator: 'redis' });
+      const core = layer.core;
       for (const j of JOBS) core.add(j);
-      const layer = attachStatus({ core, redis: { url: server.url }, prefix: PREFIX, logger: log.logger });
       const ended: RunEndedEvent[] = [];
       const skipped: SkippedEvent[] = [];
       core.on('runEnded', (e) => ended.push(e));

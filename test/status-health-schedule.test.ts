@@ -81,15 +81,14 @@ describe('health on a job\'s real schedule', () => {
 describe('the success deadline in Prometheus', () => {
   it('GET /metrics exports leasehold_job_success_deadline_timestamp_seconds as the status judges it', async () => {
     const { startRedis } = await import('./helpers/redis.js');
-    const { RunnerCore } = await import('../src/runner/runner.js');
-    const { attachStatus } = await import('../src/create/index.js');
+    const { createNode } = await import('../src/create/index.js');
     const { memoryLogger } = await import('./helpers/log.js');
     const Fastify = (await import('fastify')).default;
     const server = await startRedis();
     const { logger } = memoryLogger();
-    const core = new RunnerCore({ instanceId: 'n', logger, shutdownGraceMs: 100 });
+    const layer = createNode({ instanceId: 'n', logger, shutdownGraceMs: 100, redis: { url: server.url }, prefix: 'deadline' });
+    const core = layer.core;
     core.add({ id: 'office', cron: '0 0 9-17 * * MON-FRI', run: () => undefined });
-    const layer = attachStatus({ core, redis: { url: server.url }, prefix: 'deadline', logger });
     await layer.start();
     core.start();
     await layer.flush();

@@ -8,8 +8,8 @@ import { after, before, describe, it } from 'node:test';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { createRunner, type RunEndedEvent, type RunStartedEvent } from '../src/index.js';
-import { RunnerCore } from '../src/runner/runner.js';
-import { attachStatus, type AttachedStatus } from '../src/create/index.js';
+import { Scheduler } from '../src/runner/runner.js';
+import { createNode, type StatusNode } from '../src/create/index.js';
 import { keys as keyNames } from '../src/redis/keys.js';
 import type { ClusterStatus } from '../src/status/model.js';
 import { ManualClock, deferred } from './helpers/clock.js';
@@ -17,13 +17,13 @@ import { memoryLogger } from './helpers/log.js';
 import { runLeasehold } from './helpers/node.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
 
-const TOKEN = 'forget-token';
+const TOKEN = 'forget-admin-token-0123456789';
 const T0 = Date.parse('2026-03-02T10:00:00.000Z');
 
 describe('runner.remove', () => {
   it('stops a job\'s fires at once; a run in progress ends and is recorded, and a stop waits for it', async () => {
     const clock = new ManualClock(T0);
-    const runner = createRunner({ clock, logger: memoryLogger().logger, instanceId: 'n', shutdownGrace: '10s' });
+    const runner = createRunner({ local: true, clock, logger: memoryLogger().logger, instanceId: 'n', shutdownGrace: '10s' });
     const started: RunStartedEvent[] = [];
     const ended: RunEndedEvent[] = [];
     runner.on('runStarted', (e) => started.push(e));
@@ -53,8 +53,8 @@ describe('runner.remove', () => {
 describe('orphaned jobs and forgetting them', () => {
   let server: TestRedis;
   let admin: Redis;
-  let core: RunnerCore;
-  let layer: AttachedStatus;
+  let core: Scheduler;
+  let layer: StatusNode;
   let app: FastifyInstance;
   const PREFIX = 'orphan-test';
   const k = keyNames(PREFIX);
@@ -64,9 +64,9 @@ describe('orphaned jobs and forgetting them', () => {
     server = await startRedis();
     admin = server.client();
     const { logger } = memoryLogger();
-    core = new RunnerCore({ instanceId: 'live-node', logger, shutdownGraceMs: 100 });
+    layer = createNode({ instanceId: 'live-node', logger, shutdownGraceMs: 100, redis: { url: server.url }, prefix: PREFIX, adminToken: TOKEN });
+    core = layer.core;
     core.add({ id: 'kept', scope: 'installation', fixedRate: '100ms', run: () => undefined });
-    layer = attachStatus({ core, redis: { url: server.url }, prefix: PREFIX, logger, adminToken: TOKEN });
     await layer.start();
     core.start();
     app = Fastify();

@@ -11,10 +11,8 @@ import type { Redis } from 'ioredis';
 import type { JobContext, RunStartedEvent } from '../src/index.js';
 import { keys as keyNames } from '../src/redis/keys.js';
 import { claimScript } from '../src/redis/scripts.js';
-import { RunnerCore } from '../src/runner/runner.js';
-import { redisCoordinator } from '../src/lease/redis-coordinator.js';
-import { createRedis } from '../src/redis/connection.js';
-import { attachStatus, type AttachedStatus } from '../src/create/index.js';
+import { Scheduler } from '../src/runner/runner.js';
+import { createNode, type StatusNode } from '../src/create/index.js';
 import { memoryLogger } from './helpers/log.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
 import { until } from './helpers/wait.js';
@@ -33,7 +31,7 @@ describe('the claim script\'s pause and manual modes', () => {
     await server.stop();
   });
 
-  const job = (id: string) => ({ leaseKey: k.lease(id), stateKey: k.state(id), statsKey: k.stats(id), leaseMs: 10_000, nowGuardMs: 1e15, countSkip: false });
+  const job = (id: string) => ({ leaseKey: k.lease(id), stateKey: k.state(id), statsKey: k.stats(id), runsKey: k.runs(id), runsCap: 50, leaseMs: 10_000, nowGuardMs: 1e15, countSkip: false });
   const one = async (args: Parameters<typeof claimScript>[1][number]) => {
     const [r] = await claimScript(redis, [args]);
     if (r === undefined || r instanceof Error) throw r ?? new Error('no answer');
@@ -63,19 +61,17 @@ describe('the claim script\'s pause and manual modes', () => {
 describe('two nodes', () => {
   let server: TestRedis;
   let cli: Redis;
-  const nodes: Array<{ core: RunnerCore; layer: AttachedStatus; started: RunStartedEvent[] }> = [];
+  const nodes: Array<{ core: Scheduler; layer: StatusNode; started: RunStartedEvent[] }> = [];
 
   before(async () => {
     server = await startRedis();
     cli = server.client();
     const { logger } = memoryLogger();
     for (const id of ['a', 'b']) {
-      const core = new RunnerCore({ instanceId: id, logger, shutdownGraceMs: 200 });
-      const lease = createRedis({ role: 'lease', target: { url: server.url } });
-      core.setCoordinator(redisCoordinator({ redis: lease, keys: k, instanceId: id, logger, ownsConnection: true }));
+      const layer = createNode({ instanceId: id, logger, shutdownGraceMs: 200, redis: { url: server.url }, prefix: PREFIX, coordinator: 'redis' });
+      const core = layer.core;
       core.add({ id: 'every-second', scope: 'installation', cron: '* * * * * *', run: () => undefined });
       core.add({ id: 'rare', scope: 'installation', cron: '0 0 0 1 1 *', run: (ctx: JobContext) => void ctx });
-      const layer = attachStatus({ core, redis: { url: server.url }, prefix: PREFIX, logger });
       const started: RunStartedEvent[] = [];
       core.on('runStarted', (e) => started.push(e));
       await layer.start();

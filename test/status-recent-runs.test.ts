@@ -4,8 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { RunnerCore } from '../src/runner/runner.js';
-import { attachStatus } from '../src/create/index.js';
+import { createNode } from '../src/create/index.js';
 import { readConfig } from '../src/cli/config.js';
 import { keys as keyNames } from '../src/redis/keys.js';
 import { memoryLogger } from './helpers/log.js';
@@ -21,9 +20,9 @@ after(async () => {
 
 test('a node keeps as many recent runs per job as configured', async () => {
   const { logger } = memoryLogger();
-  const core = new RunnerCore({ instanceId: 'n', logger, shutdownGraceMs: 100 });
+  const layer = createNode({ instanceId: 'n', logger, shutdownGraceMs: 100, redis: { url: server.url }, prefix: 'recent', recentRuns: 3 });
+  const core = layer.core;
   core.add({ id: 'often', fixedRate: '50ms', run: () => undefined });
-  const layer = attachStatus({ core, redis: { url: server.url }, prefix: 'recent', logger, recentRuns: 3 });
   await layer.start();
   core.start();
   await new Promise((r) => setTimeout(r, 600));
@@ -37,8 +36,7 @@ test('a node keeps as many recent runs per job as configured', async () => {
 
 test('a bad recentRuns is refused, naming it', () => {
   const { logger } = memoryLogger();
-  const core = new RunnerCore({ instanceId: 'n', logger, shutdownGraceMs: 100 });
-  assert.throws(() => attachStatus({ core, redis: { url: server.url }, prefix: 'recent', logger, recentRuns: 0 }), /recentRuns must be a whole number from 1 to 1000, got 0/);
+  assert.throws(() => createNode({ instanceId: 'n', logger, shutdownGraceMs: 100, redis: { url: server.url }, prefix: 'recent', recentRuns: 0 }), /recentRuns must be a whole number from 1 to 1000, got 0/);
   assert.throws(() => readConfig({}, { LEASEHOLD_RECENT_RUNS: 'lots' }), /LEASEHOLD_RECENT_RUNS\/--recent-runs: "lots" is not a whole number from 1 to 1000/);
   assert.equal(readConfig({}, { LEASEHOLD_RECENT_RUNS: '200' }).recentRuns, 200);
 });

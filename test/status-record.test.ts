@@ -8,7 +8,8 @@ import { after, before, describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
 import { isLeaseholdError } from '../src/errors.js';
 import { keys } from '../src/redis/keys.js';
-import { pruneScript, recordScript, type RecordBatch } from '../src/redis/scripts.js';
+import { pruneScript, recordScript } from '../src/redis/scripts.js';
+import type { RecordBatch } from '../src/redis/record.js';
 import { commandsRun, startRedis, type TestRedis } from './helpers/redis.js';
 
 describe('record.lua', () => {
@@ -27,13 +28,14 @@ describe('record.lua', () => {
           statsKey: k.stats(job),
           instancesKey: k.instanceStats(job),
           runsKey: k.runs(job),
-          batchesKey: k.batches(job),
+          stateKey: k.state(job),
+          writersKey: k.writers(job),
           writer,
           seq,
           batch,
         }], { runsCap, keepMs: 60_000 });
         if (r === undefined || r instanceof Error) throw r ?? new Error('no result');
-        return r;
+        return r.applied;
       },
     };
   };
@@ -67,7 +69,7 @@ describe('record.lua', () => {
     assert.equal(again['createdAt'], '2026-01-01T00:00:00.000Z');
   });
 
-  it("repeats no field creation on a hash that has its fields: each node's init every minute costs one HEXISTS per job", async () => {
+  it("repeats no field creation on a hash that has its fields: each node's init every minute reads one field of the stats hash, in the read that checks its type", async () => {
     const { k, job, send } = fresh();
     // A run written before any init (a node that found the hash deleted) leaves no createdAt: init still creates the rest.
     await send('w', 1, { incr: { runs: 1, succeeded: 1 } });
@@ -78,9 +80,11 @@ describe('record.lua', () => {
     assert.equal(stats['lastError'], '');
     await redis.config('RESETSTAT');
     for (let seq = 3; seq < 13; seq++) await send('w', seq, { init: true, createdAt: '2027-01-01T00:00:00.000Z' });
-    const commandstats = await redis.info('commandstats');
-    assert.doesNotMatch(commandstats, /cmdstat_hsetnx:/, 'a hash with its fields got HSETNX again');
-    assert.match(commandstats, /cmdstat_hexists:calls=10,/);
+    const { pexpire = 0, ...run } = await commandsRun(redis);
+    assert.equal(run['hsetnx'], undefined, 'a hash with its fields got HSETNX again');
+    // Per init: TIME, the HMGET of the writers hash and the stats hash's (its createdAt: the read
+    // that checks its type too), the writers' HSET (and a PEXPIRE when its renewal is due).
+    assert.deepEqual(run, { time: 10, hmget: 20, hset: 10 }, `${JSON.stringify(run)}, pexpire ${pexpire}`);
     // Deleted, it is created again by the next init.
     await redis.del(k.stats(job));
     await send('w', 13, { init: true, createdAt: '2028-01-01T00:00:00.000Z' });
@@ -89,7 +93,7 @@ describe('record.lua', () => {
     assert.equal(again['createdAt'], '2028-01-01T00:00:00.000Z');
   });
 
-  it("writes a run's record in nine commands however many fields it changes, and renews the writers' hash's expiry once per hundredth of its keep time", async () => {
+  it("writes a run's record in ten commands however many fields it changes, and renews the writers' hash's expiry once per hundredth of its keep time", async () => {
     const { k, job, send } = fresh();
     await send('w', 1, { init: true, createdAt: '2026-01-01T00:00:00.000Z', inst: { id: 'node-a' } });
     await redis.config('RESETSTAT');
@@ -102,17 +106,26 @@ describe('record.lua', () => {
       runs: ['{"outcome":"failed"}'],
     }), true);
     const calls = Object.values(await commandsRun(redis)).reduce((sum, n) => sum + n, 0);
-    // HGET and HSET of the batches hash, TIME, LPUSH, LTRIM, and a HMGET and a HSET each for the job's two hashes.
-    assert.equal(calls, 9);
+    // HMGET and HSET of the writers hash, TIME, LPUSH, LTRIM, a HMGET and a HSET each for the job's two hashes,
+    // and a TYPE of the runs list: every key is checked before anything is written, each hash by its HMGET.
+    assert.equal(calls, 10);
     const stats = await redis.hgetall(k.stats(job));
     assert.deepEqual([stats['runs'], stats['failed'], stats['streak'], stats['lastError'], stats['lastStartedAt'], stats['nextDueAt']], ['1', '1', '1', 'boom', startedAt, '2026-01-01T00:02:00.000Z']);
     const inst = await redis.hgetall(k.instanceStats(job));
     assert.deepEqual([inst['node-a.runs'], inst['node-a.failed'], inst['node-a.lastOutcome']], ['1', '1', 'failed']);
+    // An installation job's run, recorded without an instance row: eight.
+    await redis.config('RESETSTAT');
+    assert.equal(await send('w', 3, {
+      incr: { runs: 1, succeeded: 1 }, successAt: startedAt, last: { lastOutcome: 'succeeded', lastStartedAt: startedAt },
+      set: { nextDueAt: '2026-01-01T00:03:00.000Z' }, runs: ['{"outcome":"succeeded"}'],
+    }), true);
+    const { pexpire = 0, ...installation } = await commandsRun(redis);
+    assert.equal(Object.values(installation).reduce((sum, n) => sum + n, 0), 8, `${JSON.stringify(installation)}, pexpire ${pexpire}`);
     // 600 ms (keepMs 60 s) after the writer's last renewal, its next batch renews the expiry.
-    await redis.pexpire(k.batches(job), 30_000);
+    await redis.pexpire(k.writers(job), 30_000);
     await new Promise((resolve) => setTimeout(resolve, 650));
-    assert.equal(await send('w', 3, { incr: { runs: 1 } }), true);
-    assert.ok((await redis.pttl(k.batches(job))) > 59_000);
+    assert.equal(await send('w', 4, { incr: { runs: 1 } }), true);
+    assert.ok((await redis.pttl(k.writers(job))) > 59_000);
   });
 
   it('refuses a batch whose counter holds no integer, naming the field, and writes none of it', async () => {
@@ -123,6 +136,60 @@ describe('record.lua', () => {
     const stats = await redis.hgetall(k.stats(job));
     assert.deepEqual([stats['runs'], stats['nextDueAt']], ['0', '']);
     assert.equal(await redis.llen(k.runs(job)), 0);
+  });
+
+  it('checks every key it writes before writing anything: a key of the wrong type answers corruptState naming it, and nothing moves', async () => {
+    const corrupt: Record<string, (key: string) => Promise<unknown>> = {
+      stats: (key) => redis.set(key, 'garbage'),
+      instances: (key) => redis.set(key, 'garbage'),
+      runs: (key) => redis.hset(key, 'x', '1'),
+      state: (key) => redis.set(key, 'garbage'),
+      writers: (key) => redis.set(key, 'garbage'),
+    };
+    const startedAt = '2026-01-01T00:01:00.000Z';
+    const run = {
+      incr: { runs: 1, failed: 1 }, fails: 1,
+      last: { lastOutcome: 'failed', lastError: 'boom', lastStartedAt: startedAt, lastDurationMs: '1', lastInstance: 'node-a' },
+      set: { seenAt: startedAt },
+      inst: { id: 'node-a', incr: { runs: 1, failed: 1 }, last: { lastOutcome: 'failed' } },
+      runs: ['{"outcome":"failed"}'],
+    };
+    // Each kind of batch, with the keys it writes: a node's first (its init), a run's, one with
+    // no field to read (only set), and a run whose claim got no answer (it writes the state too).
+    const batches: Array<[string, RecordBatch, string[]]> = [
+      ['init and a run', { init: true, createdAt: '2026-01-01T00:00:00.000Z', define: { scope: 'instance' }, ...run }, ['stats', 'instances', 'runs', 'writers']],
+      ['a run', run, ['stats', 'instances', 'runs', 'writers']],
+      ['set only', { set: { nextDueAt: startedAt }, inst: { id: 'node-a', set: { seenAt: startedAt } } }, ['stats', 'instances', 'writers']],
+      ['a lost claim', { leaseLost: [{ tick: 1_000, holder: 'node-a', ...run }] }, ['stats', 'runs', 'writers']],
+    ];
+    for (const [kind, batch, writes] of batches) {
+      for (const which of writes) {
+        const { k, job, send } = fresh();
+        // The job's history before the damage: a first writer's batch.
+        assert.equal(await send('old', 1, { incr: { runs: 1, succeeded: 1 }, inst: { id: 'node-a', incr: { runs: 1 } }, runs: ['{"outcome":"succeeded"}'] }), true);
+        await redis.hset(k.state(job), 'fence', '1');
+        const all = { stats: k.stats(job), instances: k.instanceStats(job), runs: k.runs(job), state: k.state(job), writers: k.writers(job) };
+        const key = all[which as keyof typeof all];
+        await redis.del(key);
+        await corrupt[which]?.(key);
+        const before = await Promise.all(Object.values(all).map((x) => redis.dump(x)));
+        // A writer's first batch (it forgets writers long gone) and a later one.
+        for (const [writer, seq] of [['new', 1], ['new', 1], ['old', 2]] as const) {
+          await assert.rejects(send(writer, seq, batch), (err) => isLeaseholdError(err, 'corruptState') && err.message.includes(key) && /DEL/.test(err.message), `${kind}: ${which}`);
+        }
+        const after = await Promise.all(Object.values(all).map((x) => redis.dump(x)));
+        assert.deepEqual(after, before, `${kind}: ${which}: no key changed`);
+      }
+    }
+  });
+
+  it('counts a run that may have been found lost when the claim state is damaged, and leaves that key alone: no claim can record it lost meanwhile', async () => {
+    const { k, job, send } = fresh();
+    await redis.set(k.state(job), 'garbage');
+    const run = { incr: { runs: 1, succeeded: 1 }, last: { lastOutcome: 'succeeded', lastStartedAt: '2026-01-01T00:01:00.000Z' }, runs: ['{"outcome":"succeeded"}'] };
+    assert.equal(await send('w#1', 1, { leaseLost: [{ token: 3, ...run }, { tick: 1_000, holder: 'node-a', ...run }] }), true);
+    assert.equal(await redis.hget(k.stats(job), 'runs'), '2');
+    assert.equal(await redis.get(k.state(job)), 'garbage');
   });
 
   it('applies a batch once: a retry with the same writer and sequence number changes nothing', async () => {
@@ -138,8 +205,8 @@ describe('record.lua', () => {
     assert.equal(await send('w#1', 1, batch), false);
     assert.equal(await send('w#2', 1, { incr: { runs: 1 } }), true);
     assert.equal(await redis.hget(k.stats(job), 'runs'), '5');
-    const ttl = await redis.pttl(k.batches(job));
-    assert.ok(ttl > 0 && ttl <= 60_000, `batches hash expires: ${ttl}`);
+    const ttl = await redis.pttl(k.writers(job));
+    assert.ok(ttl > 0 && ttl <= 60_000, `writers hash expires: ${ttl}`);
   });
 
   it('keeps the newest last run when batches arrive out of order', async () => {
@@ -167,6 +234,19 @@ describe('record.lua', () => {
     assert.equal(await redis.hget(k.stats(job), 'lastSuccessAt'), '2026-03-01T10:00:00.000Z');
   });
 
+  it('tells each applied batch the failing streak before it, so the node that starts or ends a streak knows', async () => {
+    const k = keys('record-test-streak');
+    const send = async (seq: number, batch: RecordBatch) => {
+      const [r] = await recordScript(redis, [{ statsKey: k.stats('j'), instancesKey: k.instanceStats('j'), runsKey: k.runs('j'), stateKey: k.state('j'), writersKey: k.writers('j'), writer: `w${seq}`, seq: 1, batch }], { runsCap: 5, keepMs: 60_000 });
+      return r;
+    };
+    assert.deepEqual(await send(1, { incr: { skipped: 1 } }), { applied: true, streakBefore: null }, 'no run that counts: not read');
+    assert.deepEqual(await send(2, { fails: 1 }), { applied: true, streakBefore: 0 }, 'this batch starts the streak');
+    assert.deepEqual(await send(3, { fails: 2 }), { applied: true, streakBefore: 1 });
+    assert.deepEqual(await send(4, { successAt: '2026-03-01T10:00:00.000Z' }), { applied: true, streakBefore: 3 }, 'this batch ends a streak of 3');
+    assert.deepEqual(await send(4, { successAt: '2026-03-01T10:00:00.000Z' }), { applied: false, streakBefore: null }, 'a batch applied before tells nothing');
+  });
+
   it('caps the recent-runs list, newest first', async () => {
     const { k, job, send } = fresh();
     await send('w', 1, { runs: ['1', '2', '3'] }, 4);
@@ -185,15 +265,33 @@ describe('record.lua', () => {
     assert.equal(inst['node-b.lastOutcome'], 'failed');
   });
 
+  it('keeps each writer in named fields: its highest applied batch and when it renewed the expiry', async () => {
+    const { k, job, send } = fresh();
+    const [s] = await redis.time();
+    assert.equal(await send('node-a#1f', 1, { incr: { runs: 1 } }), true);
+    assert.equal(await send('node-a#1f', 2, { incr: { runs: 1 } }), true);
+    const fields = await redis.hgetall(k.writers(job));
+    assert.deepEqual(Object.keys(fields).sort(), ['node-a#1f.renewedAt', 'node-a#1f.seq']);
+    assert.equal(fields['node-a#1f.seq'], '2');
+    assert.ok(Math.abs(Number(fields['node-a#1f.renewedAt']) - Number(s) * 1000) < 5_000, `renewedAt is Redis time in ms: ${fields['node-a#1f.renewedAt']}`);
+  });
+
+  it("expires the writers hash from a writer's first batch on (one batch and no other writer included)", async () => {
+    const { k, job, send } = fresh();
+    assert.equal(await send('only#1', 1, { incr: { runs: 1 } }), true);
+    const ttl = await redis.pttl(k.writers(job));
+    assert.ok(ttl > 0 && ttl <= 60_000, `writers hash expires: ${ttl}`);
+  });
+
   it('forgets writers not heard of for keepMs when a new writer comes', async () => {
     const { k, job, send } = fresh();
     await send('recent', 1, {});
-    await redis.hset(k.batches(job), 'ancient#1', '7:1000', 'garbage', 'x');
+    await redis.hset(k.writers(job), 'ancient#1.seq', '7', 'ancient#1.renewedAt', '1000', 'orphan#1.seq', '3', 'garbage', 'x');
     await send('recent', 2, {});
-    assert.deepEqual((await redis.hkeys(k.batches(job))).sort(), ['ancient#1', 'garbage', 'recent'], 'only a first batch prunes');
+    assert.deepEqual((await redis.hkeys(k.writers(job))).sort(), ['ancient#1.renewedAt', 'ancient#1.seq', 'garbage', 'orphan#1.seq', 'recent.renewedAt', 'recent.seq'], 'only a first batch prunes');
     await send('newcomer', 1, {});
-    assert.deepEqual((await redis.hkeys(k.batches(job))).sort(), ['newcomer', 'recent']);
-    assert.match((await redis.hget(k.batches(job), 'recent')) ?? '', /^2:\d{13}$/);
+    assert.deepEqual((await redis.hkeys(k.writers(job))).sort(), ['newcomer.renewedAt', 'newcomer.seq', 'recent.renewedAt', 'recent.seq']);
+    assert.equal(await redis.hget(k.writers(job), 'recent.seq'), '2');
   });
 
   it('prune.lua removes only the rows of gone instances last seen before the cutoff', async () => {
@@ -213,14 +311,14 @@ describe('record.lua', () => {
   it('applies several jobs\' batches in one pipeline, each on its own', async () => {
     const k = keys('record-test-multi');
     const args = (job: string, batch: RecordBatch) => ({
-      statsKey: k.stats(job), instancesKey: k.instanceStats(job), runsKey: k.runs(job), batchesKey: k.batches(job),
+      statsKey: k.stats(job), instancesKey: k.instanceStats(job), runsKey: k.runs(job), stateKey: k.state(job), writersKey: k.writers(job),
       writer: 'w', seq: 1, batch,
     });
     await redis.set(k.stats('broken'), 'not a hash');
     const options = { runsCap: 5, keepMs: 60_000 };
     const results = await recordScript(redis, [args('one', { incr: { runs: 1 } }), args('broken', { incr: { runs: 1 } }), args('two', { incr: { runs: 2 } })], options);
-    assert.deepEqual(results.map((r) => (r instanceof Error ? 'error' : r)), [true, 'error', true]);
-    assert.ok(isLeaseholdError(results[1], 'redisError'), 'a job\'s script error is its REDIS_ERROR');
+    assert.deepEqual(results.map((r) => (r instanceof Error ? 'error' : r.applied)), [true, 'error', true]);
+    assert.ok(isLeaseholdError(results[1], 'corruptState'), 'a job\'s key of the wrong type is its own corruptState');
     assert.equal(await redis.hget(k.stats('two'), 'runs'), '2');
     assert.deepEqual(await recordScript(redis, [], options), []);
   });

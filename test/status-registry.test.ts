@@ -63,7 +63,7 @@ describe('registry', () => {
     await registry.beat();
     assert.equal(await admin.scard(k.jobs), 2_001);
 
-    await registry.stop();
+    await registry.stop(2_000);
     await redis.quit();
   });
 });

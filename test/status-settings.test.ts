@@ -50,6 +50,32 @@ describe('settings hash', () => {
     assert.equal(parsed.size, 2);
   });
 
+  it('a settings hash of the wrong type is said once at warn, naming the key and corruptSettings; the last settings stay in force until it is repaired', async () => {
+    const k = keyNames(`settings-test-${++n}`);
+    const redis = createRedis({ url: server.url, role: 'stats', commandTimeoutMs: 300 });
+    redis.on('error', () => undefined);
+    await whenReady(redis, 5_000);
+    const log = memoryLogger();
+    const settings = new RedisSettings({ redis, key: k.settings, logger: log.logger, onChange: () => undefined });
+    await admin.hset(k.settings, 'job-a.paused', 'true');
+    assert.equal(await settings.load(), true);
+    await admin.del(k.settings);
+    await admin.set(k.settings, 'garbage');
+    for (let i = 0; i < 3; i++) assert.equal(await settings.load(), false);
+    assert.equal(settings.problem?.code, 'corruptSettings');
+    assert.ok(settings.problem?.message.includes(k.settings));
+    assert.deepEqual(settings.get('job-a'), { paused: 'true' }, 'the last known settings stay in force');
+    const warned = log.lines.filter((l) => l['level'] === 40);
+    assert.equal(warned.length, 1, JSON.stringify(warned));
+    assert.equal(warned[0]?.['code'], 'corruptSettings');
+    assert.match(String(warned[0]?.['msg']), /holds a string/);
+    await admin.del(k.settings);
+    assert.equal(await settings.load(), true);
+    assert.equal(settings.problem, undefined);
+    assert.deepEqual(settings.get('job-a'), {});
+    redis.disconnect();
+  });
+
   it('a pause written with HSET reaches the runner within a second', async () => {
     const { k, redis, settings, changed } = await setup();
     await settings.load();
@@ -69,7 +95,7 @@ describe('settings hash', () => {
     await sleep(800);
     assert.deepEqual(changed.map((c) => c.id).sort(), ['job-a', 'job-b']);
     assert.deepEqual(settings.get('job-a'), {});
-    await settings.stop();
+    await settings.stop(1_000);
     await redis.quit();
   });
 
@@ -127,14 +153,15 @@ describe('settings hash', () => {
       server.resume();
     }
     await sleep(600);
-    await settings.stop();
+    await settings.stop(1_000);
     await redis.quit();
   });
 
   it('control messages: only leasehold\'s are accepted', () => {
     assert.deepEqual(parseControl('{"type":"settings"}'), { type: 'settings' });
     assert.deepEqual(parseControl('{"type":"run","jobId":"a"}'), { type: 'run', jobId: 'a' });
-    for (const bad of ['', 'null', '[]', '{"type":"run"}', '{"type":"run","jobId":""}', '{"type":"drop"}', 'x'.repeat(5000), '{']) {
+    assert.deepEqual(parseControl('{"type":"left","instanceId":"node-b"}'), { type: 'left', instanceId: 'node-b' });
+    for (const bad of ['', 'null', '[]', '{"type":"run"}', '{"type":"run","jobId":""}', '{"type":"left"}', '{"type":"left","instanceId":""}', '{"type":"drop"}', 'x'.repeat(5000), '{']) {
       assert.equal(parseControl(bad), undefined, bad.slice(0, 20));
     }
   });

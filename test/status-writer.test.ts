@@ -14,6 +14,7 @@ import { keys as keyNames, type Keys } from '../src/redis/keys.js';
 import { Emitter, type RunOutcome, type SkipReason } from '../src/runner/events.js';
 import type { JobView } from '../src/runner/runner.js';
 import { normalizeJob } from '../src/schedule/job.js';
+import { readDeclaration } from '../src/schedule/setting.js';
 import { StatsWriter, type WriterCore } from '../src/status/writer.js';
 import type { Trigger } from '../src/schedule/trigger.js';
 import { ManualClock } from './helpers/clock.js';
@@ -40,7 +41,7 @@ class FakeCore implements WriterCore {
     this.views = new Map(
       defs.map((d) => {
         const job = normalizeJob({ run: () => undefined, ...d });
-        return [job.id, { job, state: 'ok', invalidCause: undefined, schedule: undefined, nextDueAt: null, running: undefined }];
+        return [job.id, { job, state: 'ok', invalidCause: undefined, schedule: undefined, declared: readDeclaration(job.schedule, {}), nextDueAt: null, running: undefined }];
       }),
     );
   }
@@ -241,9 +242,9 @@ describe('stats writer', () => {
     const redis = await conn();
     t.after(() => redis.quit());
     const writers = ['node-a', 'node-b'].map((id) => new StatsWriter({ core: new FakeCore(id, defs), redis, keys: k, logger: memoryLogger().logger, clock, refreshes: () => id === 'node-a' }));
-    // Each writer's batches applied so far, by job: `<instanceId>#<nonce>` -> `<seq>:<ms>`.
+    // Each writer's batches applied so far, by job: `<instanceId>#<nonce>.seq` -> its highest.
     const seqs = async (job: string): Promise<Record<string, number>> =>
-      Object.fromEntries(Object.entries(await admin.hgetall(k.batches(job))).map(([w, v]) => [w.split('#')[0], Number(v.split(':')[0])]));
+      Object.fromEntries(Object.entries(await admin.hgetall(k.writers(job))).filter(([f]) => f.endsWith('.seq')).map(([f, v]) => [f.split('#')[0], Number(v)]));
     const settled = async (want: (s: Record<string, Record<string, number>>) => boolean): Promise<Record<string, Record<string, number>>> => {
       const deadline = Date.now() + 2_000;
       for (;;) {
@@ -397,7 +398,9 @@ describe('stats writer', () => {
       const t0 = Date.now();
       assert.equal(await writer.stop(600), 1);
       assert.ok(Date.now() - t0 < 1_500, 'bounded');
-      assert.ok(lines.some((l) => String(l['msg']).includes('not written to Redis')));
+      const told = lines.filter((l) => typeof l['unwrittenRuns'] === 'number');
+      assert.equal(told.length, 1, 'said once');
+      assert.match(String(told[0]?.['msg']), /the stats of \d+ run\(s\) of 1 job\(s\) that Redis did not acknowledge/);
     } finally {
       server.resume();
     }

@@ -169,14 +169,14 @@ test('shutdown: submit rejects with shutdown, running tasks get the grace, the r
 test('bad input: a clear error naming the task or executor and the field', async () => {
   assert.throws(() => defineTask({ id: 'bad id!', run: () => {} }), (err: unknown) => isLeaseholdError(err, 'invalidTask') && /field "id"/.test((err as Error).message));
   assert.throws(() => defineTask({ id: 'x', run: 5 as never }), /task "x": field "run"/);
-  assert.throws(() => defineTask({ id: 'x', timeout: 'soon', run: () => {} }), /task "x": field "timeout"/);
-  assert.throws(() => createRunner({ executors: { cpu: { kind: 'fiber' as never } } }), (err: unknown) => isLeaseholdError(err, 'invalidTask') && /executor "cpu": field "kind": "fiber" is not an executor kind/.test((err as Error).message));
+  assert.throws(() => defineTask({ id: 'x', timeout: 'soon' as never, run: () => {} }), /task "x": field "timeout"/);
+  assert.throws(() => createRunner({ executors: { cpu: { kind: 'fiber' as never } } }), (err: unknown) => isLeaseholdError(err, 'invalidExecutor') && /executor "cpu": field "kind": "fiber" is not an executor kind/.test((err as Error).message));
   assert.throws(() => createRunner({ executors: { cpu: { concurrency: 0 } } }), /executor "cpu": field "concurrency": 0 must be a whole number from 1/);
   assert.throws(() => createRunner({ executors: { cpu: { kind: 'loop', attempts: 3 } } }), /executor "cpu": field "attempts": applies to queue executors only/);
   const { r } = runner({ executors: { cpu: { kind: 'worker' } } });
   assert.throws(() => r.addTask(defineTask({ id: 'hash', executor: 'cpu', run: () => {} })), /task "hash": field "module": executor "cpu" runs tasks in worker threads/);
   const noRedis = createRunner({ logger: memoryLogger().logger, executors: { jobs: { kind: 'queue' } } });
-  assert.throws(() => noRedis.addTask(defineTask({ id: 'q', executor: 'jobs', run: () => {} })), /task "q": executor "jobs" is a queue executor, which needs Redis/);
+  assert.throws(() => noRedis.addTask(defineTask({ id: 'q', executor: 'jobs', run: () => {} })), /task "q": the queue executor "jobs" needs Redis, and this runner has none/);
   await r.start();
   await assert.rejects(r.submit('nobody-has-it', null), (err: unknown) => isLeaseholdError(err, 'unknownTask') && /no task "nobody-has-it" is registered/.test((err as Error).message));
   await assert.rejects(r.submit(defineTask({ id: 'ok', run: () => {} }), null, { attempts: 0 }), /submit "ok": option "attempts"/);

@@ -149,7 +149,7 @@ test('in one process: attempts with backoff, a task no node registered kept as f
   await assert.rejects(o.result(), /task "nobody-runs-me" .* no task of that id is registered on node one/);
   const stats = (await r1.executors()).find((s) => s.name === 'mail');
   assert.ok((stats?.failed ?? 0) >= 1, 'the failed task is kept and counted');
-  await assert.rejects(r2.submit(flaky, { big: 10n } as never), (err: unknown) => isLeaseholdError(err, 'invalidTask') && /payload cannot be serialised as JSON/.test((err as Error).message));
+  await assert.rejects(r2.submit(flaky, { big: 10n } as never), (err: unknown) => isLeaseholdError(err, 'invalidPayload') && /payload cannot be serialised as JSON/.test((err as Error).message));
   const slow = defineTask({ id: 'slow-mail', executor: 'mail', run: (_: null, ctx) => sleep(2_000, null, { signal: ctx.signal }).then(() => 'late') });
   r1.addTask(slow);
   r2.addTask(slow);

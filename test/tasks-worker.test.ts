@@ -10,7 +10,7 @@ import { createRunner, defineJob, defineTask, isLeaseholdError, type RunEndedEve
 import { memoryLogger } from './helpers/log.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
 import { until } from './helpers/wait.js';
-import { busy, cpuJob, fails, hash, spin, stubbornJob, tasks } from './fixtures/tasks-worker.js';
+import { blocking, busy, cpuJob, fails, hash, hog, hogJob, small, spin, stubbornJob, tasks } from './fixtures/tasks-worker.js';
 
 let redis: TestRedis;
 before(async () => {
@@ -22,7 +22,7 @@ after(async () => {
 
 function worker(concurrency = 2) {
   const log = memoryLogger('info');
-  const r = createRunner({ logger: log.logger, shutdownGrace: '300ms', executors: { cpu: { kind: 'worker', concurrency } } });
+  const r = createRunner({ local: true, logger: log.logger, shutdownGrace: '300ms', executors: { cpu: { kind: 'worker', concurrency } } });
   const ended: TaskEndedEvent[] = [];
   r.on('taskEnded', (e) => ended.push(e));
   return { r, log, ended };
@@ -71,7 +71,7 @@ test('a busy task past its timeout is interrupted: its thread is terminated and 
 test('bad input on a worker executor: a payload that cannot be cloned, a module that does not export the task', async () => {
   const { r } = worker(1);
   await r.start();
-  await assert.rejects(r.submit(hash, { text: 'x', rounds: 1, f: () => 1 } as never), (err: unknown) => isLeaseholdError(err, 'invalidTask') && /task "hash" on worker executor "cpu": its payload cannot be passed to a worker thread/.test((err as Error).message));
+  await assert.rejects(r.submit(hash, { text: 'x', rounds: 1, f: () => 1 } as never), (err: unknown) => isLeaseholdError(err, 'invalidPayload') && /task "hash" on worker executor "cpu": its payload cannot be passed to a worker thread/.test((err as Error).message));
   const missing = defineTask({ id: 'not-exported', executor: 'cpu', module: new URL('./fixtures/tasks-worker.ts', import.meta.url).href, run: () => 1 });
   await assert.rejects((await r.submit(missing, null)).result(), (err: unknown) => isLeaseholdError(err, 'unknownTask') && /task "not-exported": its module .*tasks-worker.ts does not export it/.test((err as Error).message));
   const gone = defineTask({ id: 'gone', executor: 'cpu', module: new URL('./fixtures/no-such-module.ts', import.meta.url).href, run: () => 1 });
@@ -90,8 +90,29 @@ test('shutdown terminates a worker thread that ignores its signal: interrupted, 
   await assert.rejects(h.result(), (err: unknown) => isLeaseholdError(err, 'shutdown'));
   assert.equal(ended[0]?.outcome, 'interrupted');
   assert.ok(log.lines.some((l) => l['executor'] === 'cpu' && l['interrupted'] === 1));
-  // A terminated thread's ports close on the next turns of the loop.
-  await until('no thread port left', () => !process.getActiveResourcesInfo().some((x) => x === 'MessagePort' || x === 'Worker'), 1_000);
+  // stop() resolves once the thread has exited: nothing of it is left.
+  assert.deepEqual(threadResources(), []);
+});
+
+/** The handles of worker threads this process holds: their ports and the threads themselves. */
+function threadResources(): string[] {
+  return process.getActiveResourcesInfo().filter((x) => x === 'MessagePort' || x === 'Worker');
+}
+
+test('shutdown waits for a terminated thread to exit, also one held in a synchronous call past its termination', async () => {
+  const { r, ended } = worker(1);
+  await r.start();
+  // Loaded and running: the thread sits in a 2.5 s synchronous call that termination cannot cut short.
+  await (await r.submit(blocking, 1)).result();
+  const h = await r.submit(blocking, 2_500);
+  await sleep(200);
+  const t0 = performance.now();
+  await r.stop();
+  const took = performance.now() - t0;
+  await assert.rejects(h.result(), (err: unknown) => isLeaseholdError(err, 'shutdown'));
+  assert.equal(ended.at(-1)?.outcome, 'interrupted');
+  assert.deepEqual(threadResources(), [], `stop() resolved after ${Math.round(took)} ms with the thread still there`);
+  assert.ok(took >= 1_500, `stop() waited for the thread: ${Math.round(took)} ms`);
 });
 
 /** Runs the CPU-bound installation job (a busy loop three times its lease) next to a 200 ms instance job. */
@@ -128,7 +149,7 @@ test('a CPU-bound installation job on a worker thread keeps its lease, and an in
 
 test('a busy worker job past its timeout is terminated and recorded timedOut, and its next tick runs', async () => {
   const log = memoryLogger('info');
-  const r = createRunner({ logger: log.logger, shutdownGrace: '300ms' });
+  const r = createRunner({ local: true, logger: log.logger, shutdownGrace: '300ms' });
   r.add(stubbornJob);
   const outcomes: string[] = [];
   const starts: number[] = [];
@@ -141,4 +162,44 @@ test('a busy worker job past its timeout is terminated and recorded timedOut, an
   await r.stop();
   assert.throws(() => createRunner({ logger: log.logger }).add(defineJob({ id: 'no-module', fixedRate: '1s', thread: 'worker', run: () => {} })), (err: unknown) => isLeaseholdError(err, 'invalidJob') && /job "no-module": field "module": a job on a worker thread/.test((err as Error).message));
   assert.throws(() => defineJob({ id: 'bad-thread', fixedRate: '1s', thread: 'fiber' as never, run: () => {} }), /job "bad-thread": field "thread": "fiber" must be "loop" or "worker"/);
+});
+
+test('a task whose thread reaches the executor\'s resourceLimits fails with workerOutOfMemory; the thread is replaced and the node runs the next tasks', async () => {
+  const log = memoryLogger('info');
+  const r = createRunner({ logger: log.logger, shutdownGrace: '300ms', executors: { small: { kind: 'worker', concurrency: 1, resourceLimits: { maxOldGenerationSizeMb: 32 } } } });
+  const ended: TaskEndedEvent[] = [];
+  r.on('taskEnded', (e) => ended.push(e));
+  r.addTask(hog);
+  r.addTask(small);
+  await r.start();
+  await assert.rejects((await r.submit(hog, null)).result(), (err: unknown) => isLeaseholdError(err, 'workerOutOfMemory') && /^task "hog" on worker executor "small": the worker thread ran out of memory under resourceLimits \{ maxOldGenerationSizeMb: 32 \}/.test((err as Error).message));
+  assert.equal(ended[0]?.outcome, 'failed');
+  assert.equal(await (await r.submit(small, 1_000)).result(), 1_000, 'the next task runs on a new thread');
+  const [executor] = await r.executors();
+  assert.deepEqual([executor?.failed, executor?.succeeded], [1, 1]);
+  assert.ok(log.lines.some((l) => l['task'] === 'hog' && /ran out of memory/.test(String(l['error']))), 'the failure is logged');
+  await r.stop();
+  assert.deepEqual(threadResources(), []);
+});
+
+test('a thread: "worker" job whose thread reaches its resourceLimits is recorded failed with workerOutOfMemory, and its next run and the other jobs go on', async () => {
+  const log = memoryLogger('info');
+  const r = createRunner({ logger: log.logger, shutdownGrace: '300ms' });
+  r.add(hogJob);
+  let ticks = 0;
+  r.add(defineJob({ id: 'beside', fixedRate: '100ms', run: () => void ticks++ }));
+  const hogRuns: RunEndedEvent[] = [];
+  r.on('runEnded', (e) => e.jobId === 'hog-job' && hogRuns.push(e));
+  await r.start();
+  await until('two runs of the hog to end', () => hogRuns.length >= 2, 20_000);
+  for (const run of hogRuns.slice(0, 2)) {
+    assert.equal(run.outcome, 'failed');
+    assert.match(String(run.error), /^job "hog-job" on worker executor "jobs": the worker thread ran out of memory under resourceLimits \{ maxOldGenerationSizeMb: 32 \}/);
+  }
+  assert.ok(ticks >= 3, `the job beside it ran ${ticks} times`);
+  await r.stop();
+  assert.throws(() => defineJob({ id: 'loop-limits', fixedRate: '1s', resourceLimits: { maxOldGenerationSizeMb: 64 }, run: () => {} }), (err: unknown) => isLeaseholdError(err, 'invalidJob') && /job "loop-limits": field "resourceLimits": applies to jobs on worker threads only/.test((err as Error).message));
+  assert.throws(() => defineJob({ id: 'bad-limits', fixedRate: '1s', thread: 'worker', module: 'file:///x.js', resourceLimits: { maxOldGenerationSizeMb: -1 }, run: () => {} }), /job "bad-limits": field "resourceLimits": maxOldGenerationSizeMb: -1 must be a number of MB above 0/);
+  assert.throws(() => createRunner({ executors: { cpu: { kind: 'worker', resourceLimits: { maxHeap: 64 } as never } } }), (err: unknown) => isLeaseholdError(err, 'invalidExecutor') && /executor "cpu": field "resourceLimits": unknown limit "maxHeap"/.test((err as Error).message));
+  assert.throws(() => createRunner({ executors: { io: { kind: 'loop', resourceLimits: { maxOldGenerationSizeMb: 64 } } } }), /executor "io": field "resourceLimits": applies to worker executors only/);
 });

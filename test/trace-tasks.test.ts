@@ -13,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { context, trace, SpanStatusCode } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { createRunner, defineTask } from '../src/index.js';
+import { Async, createRunner, defineTask, isLeaseholdError, type TaskEndedEvent } from '../src/index.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
 import { memoryLogger } from './helpers/log.js';
 import { until } from './helpers/wait.js';
@@ -134,4 +134,51 @@ test('a queue task submitted inside a span on one node process is run by another
     node.child.kill('SIGTERM');
     await node.exited;
   }
+});
+
+test('a fire-and-forget @Async call its executor refuses (queue full) is logged once, counted and a span under its caller, never an unhandled rejection; an awaiting caller still gets the error', async () => {
+  const log = memoryLogger('warn');
+  const runner = createRunner({ logger: log.logger, instanceId: 'trace-refused', shutdownGrace: '200ms', executors: { tight: { kind: 'loop', concurrency: 1, queueLimit: 1 } } });
+  const unhandled: unknown[] = [];
+  const onUnhandled = (e: unknown): void => void unhandled.push(e);
+  process.on('unhandledRejection', onUnhandled);
+  const ended: TaskEndedEvent[] = [];
+  runner.on('taskEnded', (e) => ended.push(e));
+  class Mailer {
+    @Async({ executor: 'tight' })
+    async send(to: string): Promise<string> {
+      await sleep(200);
+      return to;
+    }
+  }
+  const mailer = new Mailer();
+  runner.register(mailer);
+  await runner.start();
+  let callerSpan = '';
+  let awaited: unknown;
+  await tracer().startActiveSpan('nightly batch', async (span) => {
+    callerSpan = span.spanContext().spanId;
+    // One runs, one waits, the next two are refused: nobody awaits three of them.
+    void mailer.send('a');
+    void mailer.send('b');
+    void mailer.send('c');
+    awaited = await mailer.send('d').catch((err: unknown) => err);
+    span.end();
+  });
+  await until('every call ended', () => ended.filter((e) => e.task === 'Mailer.send').length >= 4);
+  await sleep(50);
+  process.off('unhandledRejection', onUnhandled);
+  assert.deepEqual(unhandled, [], 'no unhandled rejection');
+  assert.ok(isLeaseholdError(awaited, 'queueFull'), 'the caller that awaits gets the refusal');
+  const refused = ended.filter((e) => e.task === 'Mailer.send' && e.outcome === 'failed');
+  assert.equal(refused.length, 2, 'each refused call is a failed attempt of its task');
+  assert.match(refused[0]?.error ?? '', /executor "tight"/);
+  const warnings = log.lines.filter((l) => l['task'] === 'Mailer.send' && l['level'] === 40);
+  assert.equal(warnings.length, 1, 'the first failure is logged, not the repeat');
+  const metrics = await runner.metrics.metrics();
+  assert.match(metrics, /^leasehold_tasks_total\{executor="tight",task="Mailer.send",outcome="failed"\} 2$/m);
+  const failedSpans = spans('task Mailer.send').filter((s) => s.status.code === SpanStatusCode.ERROR);
+  assert.equal(failedSpans.length, 2, 'each refused call is a span with the error');
+  for (const s of failedSpans) assert.equal(s.parentSpanContext?.spanId, callerSpan, 'a child of the caller\'s span');
+  await runner.stop();
 });

@@ -34,7 +34,7 @@ const spansOf = (jobId: string): ReadableSpan[] => exporter.getFinishedSpans().f
 
 test('each run is a span job <id> with its attributes (each attempt of a retry its own); the handler runs in it across await and its log lines carry the ids', async () => {
   const log = memoryLogger('info');
-  const runner = createRunner({ logger: log.logger, instanceId: 'trace-a' });
+  const runner = createRunner({ local: true, logger: log.logger, instanceId: 'trace-a' });
   const seen: Array<{ runId: string; spanId: string | undefined; traceId: string | undefined }> = [];
   runner.add({
     id: 'traced',

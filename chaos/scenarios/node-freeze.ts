@@ -2,7 +2,8 @@
  * A node frozen (SIGSTOP, like a long GC pause or a suspended VM) for longer than its
  * lease, in the middle of a leased run. Another node takes the job over once the lease has
  * run out; when the frozen node wakes (SIGCONT), its run must be aborted as `lockLost`
- * before it does any more work, so the two runs overlap only while the first was frozen.
+ * before it does any more work, so the two runs overlap only while the first was frozen. The
+ * frozen run is recorded once: lost by the claim that took over, its own record refused.
  * @module
  */
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -58,6 +59,10 @@ export const nodeFreeze: Scenario = {
       const after = all.filter((l) => l.job === 'work' && l.ev === 'work' && l.inst === victim.id && l.tick === first.tick && l.t >= wokeAt);
       c.equal('steps of work the woken run did after waking, while another node held the lease', after.length, 0,
         after.length > 0 ? `the first ${(after[0]?.t ?? wokeAt) - wokeAt} ms after SIGCONT, before its signal was aborted` : 'its signal was aborted first');
+
+      const records = (await s.client.lrange(`${s.prefix}:{work}:runs`, 0, -1)).map((r) => JSON.parse(r) as { outcome: string; fencingToken: number | null }).filter((r) => r.fencingToken === first.token);
+      c.add('the frozen run is recorded once: lost by the claim that took over, or lockLost by the woken node, never both',
+        records.length === 1 && (takeover ? records[0]?.outcome === 'lost' : records[0]?.outcome === 'lost' || records[0]?.outcome === 'lockLost'), records.map((r) => r.outcome).join(', ') || `no record of token ${String(first.token)}`);
 
       const dup = duplicates(all, ['work', 'tick']);
       c.equal('ticks run twice', dup, 0);

@@ -13,7 +13,7 @@ import { stopGracefully, compareCounts, duplicates, missedCount, stage, tickCove
 /** Times of the lease connection's failed attempts, from a node's debug log. */
 function attempts(node: ChaosNode, until: number): number[] {
   return node.proc.lines
-    .filter((l) => l['msg'] === 'lease connection error')
+    .filter((l) => l['connection'] === 'lease' && String(l['msg']).endsWith('error; reconnecting'))
     .map((l) => (typeof l['time'] === 'number' ? l['time'] : Date.parse(String(l['time']))))
     .filter((t) => Number.isFinite(t) && t <= until);
 }

@@ -5,11 +5,10 @@
  */
 import { ErrorCodes, LeaseholdError } from '../errors.js';
 import { checkInstanceId, checkPrefix, checkRedisSource, type RedisSourceNames } from '../config.js';
-import { ADMIN_TOKEN_PATTERN } from '../http/auth.js';
-import { DEFAULT_PREFIX } from '../redis/keys.js';
-import { parseDuration } from '../schedule/duration.js';
+import { checkToken } from '../http/auth.js';
+import { DEFAULT_PREFIX, EXECUTOR_ENV_DOCS } from '../create/command.js';
+import { readDuration } from '../schedule/duration.js';
 import type { HelpOption } from './help.js';
-import { EXECUTOR_ENV_DOCS } from '../tasks/index.js';
 
 /** One configuration setting. */
 export interface ConfigEntry {
@@ -43,32 +42,42 @@ export interface NodeConfig {
   adminToken: string | undefined;
   readToken: string | undefined;
   metricsToken: string | undefined;
+  cookieSecret: string | undefined;
+  trustProxy: boolean | number | string;
+  mcpAllowedOrigins: string | undefined;
   shutdownGrace: string;
   logLevel: string;
   logFormat: string | undefined;
   recentRuns: number | undefined;
   handoffDelay: string | undefined;
+  eventsMaxClients: number | undefined;
   privateRedis: boolean;
+  local: boolean;
 }
 
 /** Every setting of `leasehold start`. The README's configuration table is checked against this. */
 export const CONFIG: readonly ConfigEntry[] = [
   { key: 'jobs', flag: '--jobs', value: 'module', env: undefined, default: '(required)', description: 'Module (`.js`, `.mjs`, `.ts`) whose default export is an array of jobs.' },
-  { key: 'redisUrl', flag: '--redis-url', value: 'url', env: 'REDIS_URL', default: '(none)', description: '`redis://` or `rediss://` URL, with user, password and db. Without any Redis setting, installation jobs run on this node alone and nothing is shared.' },
+  { key: 'redisUrl', flag: '--redis-url', value: 'url', env: 'REDIS_URL', default: '(none)', description: '`redis://` or `rediss://` URL, with user, password and db. Without any Redis setting, a module with installation jobs is refused (every replica would run them) unless `--local` or `--private-redis` is given.' },
   { key: 'redisClusterNodes', flag: '--redis-cluster-nodes', value: 'host:port,...', env: 'REDIS_CLUSTER_NODES', default: '(none)', description: 'Redis Cluster seed nodes, `host:port,host:port`; an entry may be a `redis://` or `rediss://` URL whose user, password and TLS apply to every node.' },
   { key: 'redisSentinels', flag: '--redis-sentinels', value: 'host:port,...', env: 'REDIS_SENTINELS', default: '(none)', description: 'Sentinels, `host:port,host:port`; needs `REDIS_SENTINEL_NAME`. An entry may be a `redis://` or `rediss://` URL whose user, password and TLS apply to the master and replicas (the Sentinels are reached without a password).' },
   { key: 'redisSentinelName', flag: '--redis-sentinel-name', value: 'name', env: 'REDIS_SENTINEL_NAME', default: '(none)', description: 'Name of the master the Sentinels watch.' },
   { key: 'prefix', flag: '--prefix', value: 'prefix', env: 'LEASEHOLD_PREFIX', default: DEFAULT_PREFIX, description: 'Prefix of every Redis key.' },
   { key: 'port', flag: '--port', value: 'port', env: 'PORT', default: '3000', description: 'HTTP port of the status API; `0` picks a free port (the node logs it).' },
-  { key: 'host', flag: '--host', value: 'address', env: 'HOST', default: '0.0.0.0', description: 'Address the HTTP server listens on.' },
+  { key: 'host', flag: '--host', value: 'address', env: 'HOST', default: '127.0.0.1', description: 'Address the HTTP server listens on: this machine only by default; `0.0.0.0` for every interface (the container image sets it).' },
+  { key: 'trustProxy', flag: '--trust-proxy', value: 'value', env: 'LEASEHOLD_TRUST_PROXY', default: 'false', description: 'Whether the `X-Forwarded-*` headers of a reverse proxy are believed: `true`, the number of proxies in front, or their addresses (`10.0.0.1,10.0.0.0/8`). Then a request that reached the proxy over TLS gets a `Secure` read cookie, and failed token attempts are counted by the client\'s address, not the proxy\'s.' },
   { key: 'instanceId', flag: '--instance-id', value: 'id', env: 'LEASEHOLD_INSTANCE_ID', default: '<host>-<pid>', description: 'This node\'s id in the status and in lease values.' },
-  { key: 'adminToken', flag: undefined, env: 'LEASEHOLD_ADMIN_TOKEN', default: '(none: admin routes refused)', description: 'Bearer token of the admin routes (`POST /manage/jobs/:id/run`, `/pause`, `/resume`).' },
+  { key: 'adminToken', flag: undefined, env: 'LEASEHOLD_ADMIN_TOKEN', default: '(none: admin routes refused)', description: 'Bearer token (at least 16 characters) of the admin routes: `POST /manage/jobs/:id/run`, `/pause`, `/resume`, `/cancel`, `DELETE /manage/jobs/:id`, and the MCP tools that change jobs.' },
   { key: 'readToken', flag: undefined, env: 'LEASEHOLD_READ_TOKEN', default: '(none: reads open)', description: 'Token of the reads: `GET /manage/*` (the status, the status page `/manage/ui` and its events) then need `Authorization: Bearer <token>` or the page\'s sign-in cookie. `/health/*` stays open.' },
   { key: 'metricsToken', flag: undefined, env: 'LEASEHOLD_METRICS_TOKEN', default: '(none: `/metrics` open)', description: 'Bearer token of `GET /metrics`, for Prometheus\'s `authorization` setting.' },
+  { key: 'cookieSecret', flag: undefined, env: 'LEASEHOLD_COOKIE_SECRET', default: '(none: the read token)', description: 'Secret the status page\'s sign-in cookie is signed with (at least 16 characters). The cookie expires after 12 hours; changing this secret signs every browser out at once without changing the read token.' },
+  { key: 'mcpAllowedOrigins', flag: '--mcp-allowed-origins', value: 'origin,...', env: 'LEASEHOLD_MCP_ALLOWED_ORIGINS', default: '(none: loopback origins only)', description: 'Browser origins (`https://tools.example.com`) allowed to call `POST /mcp`, beside `localhost`, `127.0.0.1` and `[::1]` on any port. A request with any other `Origin` header is refused (403), against DNS rebinding; a request without one (an agent, curl) is not concerned.' },
   { key: 'recentRuns', flag: '--recent-runs', value: 'n', env: 'LEASEHOLD_RECENT_RUNS', default: '50', description: 'How many recent runs each job keeps in Redis (1 to 1000), shown by `GET /manage/jobs/:id`.' },
   { key: 'handoffDelay', flag: '--handoff-delay', value: 'duration', env: 'LEASEHOLD_HANDOFF_DELAY', default: '100ms', description: 'How long after an installation tick its backup node claims it when the first-ranked node has not (dead, stalled, or seeing other live nodes).' },
+  { key: 'eventsMaxClients', flag: '--events-max-clients', value: 'n', env: 'LEASEHOLD_EVENTS_MAX_CLIENTS', default: '100', description: 'How many status-page event streams (`GET /manage/events`) this node serves at once (1 to 100000); beyond, it answers 503. Whatever the cap, a client whose socket has taken nothing for 3 s is disconnected.' },
   { key: 'shutdownGrace', flag: '--shutdown-grace', value: 'duration', env: 'LEASEHOLD_SHUTDOWN_GRACE', default: '10s', description: 'How long shutdown waits for runs in progress before aborting them.' },
   { key: 'privateRedis', flag: '--private-redis', env: undefined, boolean: true, default: 'off', description: 'When no Redis is configured, start a private `redis-server` from the PATH on a free port (no persistence) and stop it when the node exits. `npm start` uses it.' },
+  { key: 'local', flag: '--local', env: undefined, boolean: true, default: 'off', description: 'This node runs alone, without Redis: its installation jobs run on it only and nothing is shared (a second replica would run them again). Without it, a node with installation jobs and no Redis refuses to start.' },
   { key: 'logLevel', flag: '--log-level', value: 'level', env: 'LOG_LEVEL', default: 'info', description: 'pino level: fatal, error, warn, info, debug, trace or silent.' },
   { key: 'logFormat', flag: '--log-format', value: 'json|pretty', env: 'LOG_FORMAT', default: '`pretty` on a terminal, else `json`', description: '`json` (one JSON object a line, for log shippers) or `pretty` (readable lines for people).' },
 ];
@@ -93,9 +102,18 @@ export function settingByFlag(flag: string): ConfigEntry | undefined {
 /** The Redis settings by the names `leasehold start` and `leasehold status` show in errors: the variables. */
 export const REDIS_SETTINGS: RedisSourceNames = { url: 'REDIS_URL', clusterNodes: 'REDIS_CLUSTER_NODES', sentinels: 'REDIS_SENTINELS', sentinelName: 'REDIS_SENTINEL_NAME' };
 
+/** `--trust-proxy` as fastify's `trustProxy` takes it: a boolean, a hop count, or addresses. */
+function readTrustProxy(value: string | undefined, bad: (why: string) => never): boolean | number | string {
+  if (value === undefined || value === 'false') return false;
+  if (value === 'true') return true;
+  if (/^\d{1,2}$/.test(value)) return Number(value);
+  if (/^[0-9A-Fa-f:.]+(\/\d{1,3})?(\s*,\s*[0-9A-Fa-f:.]+(\/\d{1,3})?)*$/.test(value)) return value;
+  return bad('is not true, false, a number of proxies or a list of their addresses');
+}
+
 /**
  * Reads the configuration from parsed flags and the environment (flags win).
- * @throws LeaseholdError `invalidConfig` naming the flag or variable at fault.
+ * @throws LeaseholdError naming the flag or variable at fault: `invalidConfig`, `invalidToken` or `invalidRedisTarget`.
  */
 export function readConfig(flags: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv): NodeConfig {
   const get = (e: ConfigEntry): string | undefined => {
@@ -112,31 +130,31 @@ export function readConfig(flags: Record<string, string | boolean | undefined>, 
     throw new LeaseholdError(ErrorCodes.invalidConfig, `${settingName(key)}: ${shown} ${why}`);
   };
   const portRaw = out['port'] ?? '3000';
+  const trustProxy = readTrustProxy(out['trustProxy'], (why) => bad('trustProxy', why));
   if (!/^\d{1,5}$/.test(portRaw) || Number(portRaw) > 65535) bad('port', 'is not a port (0 to 65535)');
   if (out['prefix'] !== undefined) checkPrefix(out['prefix'], settingName('prefix'));
   if (out['instanceId'] !== undefined) checkInstanceId(out['instanceId'], settingName('instanceId'));
-  for (const key of ['adminToken', 'readToken', 'metricsToken'] as const) {
-    if (out[key] !== undefined && !ADMIN_TOKEN_PATTERN.test(out[key])) {
-      // Never shown: it is a secret.
-      throw new LeaseholdError(ErrorCodes.invalidConfig, `${settingName(key)}: only printable ASCII without spaces fits in "Authorization: Bearer <token>" (the value is not shown)`);
-    }
-  }
+  // Never shown: they are secrets.
+  for (const key of ['adminToken', 'readToken', 'metricsToken', 'cookieSecret'] as const) checkToken(out[key], settingName(key));
   if (out['handoffDelay'] !== undefined) {
     try {
-      parseDuration(out['handoffDelay'], 'hand-off delay', true);
+      readDuration(out['handoffDelay'], 'hand-off delay', true);
     } catch {
       bad('handoffDelay', 'is not a duration (use milliseconds or a string like 50ms, 100ms, 1s)');
     }
   }
   if (out['shutdownGrace'] !== undefined) {
     try {
-      parseDuration(out['shutdownGrace'], 'shutdown grace', true);
+      readDuration(out['shutdownGrace'], 'shutdown grace', true);
     } catch {
       bad('shutdownGrace', 'is not a duration (use milliseconds or a string like 500ms, 10s, 1m)');
     }
   }
   if (out['recentRuns'] !== undefined && !(/^\d{1,4}$/.test(out['recentRuns']) && Number(out['recentRuns']) >= 1 && Number(out['recentRuns']) <= 1_000)) {
     bad('recentRuns', 'is not a whole number from 1 to 1000');
+  }
+  if (out['eventsMaxClients'] !== undefined && !(/^[1-9]\d{0,5}$/.test(out['eventsMaxClients']) && Number(out['eventsMaxClients']) >= 1 && Number(out['eventsMaxClients']) <= 100_000)) {
+    bad('eventsMaxClients', 'is not a whole number from 1 to 100000');
   }
   // A REDIS_SENTINEL_NAME left in the environment without Sentinels is not used.
   checkRedisSource(
@@ -152,17 +170,22 @@ export function readConfig(flags: Record<string, string | boolean | undefined>, 
     redisSentinelName: out['redisSentinelName'],
     prefix: out['prefix'] ?? DEFAULT_PREFIX,
     port: Number(portRaw),
-    host: out['host'] ?? '0.0.0.0',
+    host: out['host'] ?? '127.0.0.1',
     instanceId: out['instanceId'],
     adminToken: out['adminToken'],
     readToken: out['readToken'],
     metricsToken: out['metricsToken'],
+    cookieSecret: out['cookieSecret'],
+    trustProxy,
+    mcpAllowedOrigins: out['mcpAllowedOrigins'],
     shutdownGrace: out['shutdownGrace'] ?? '10s',
     logLevel: out['logLevel'] ?? 'info',
     logFormat: out['logFormat'],
     recentRuns: out['recentRuns'] === undefined ? undefined : Number(out['recentRuns']),
     handoffDelay: out['handoffDelay'],
+    eventsMaxClients: out['eventsMaxClients'] === undefined ? undefined : Number(out['eventsMaxClients']),
     privateRedis: out['privateRedis'] === 'true',
+    local: out['local'] === 'true',
   };
 }
 

@@ -4,11 +4,8 @@
  * @module
  */
 import { parseArgs } from 'node:util';
-import { whenReady } from '../redis/connection.js';
-import { describeTarget } from '../redis/target.js';
-import { forgetJob } from '../status/forget.js';
 import { errorMessage } from '../errors.js';
-import { commandRedis, redisFlagsHelp, REDIS_FLAGS, STATUS_CONNECT_TIMEOUT_MS, type RedisFlagValues } from './status.js';
+import { commandRemote, redisFlagsHelp, REDIS_FLAGS, STATUS_CONNECT_TIMEOUT_MS, type RedisFlagValues } from './status.js';
 import type { CommandResult } from './main.js';
 import { renderHelp, type CommandHelp } from './help.js';
 
@@ -40,11 +37,11 @@ export async function runForget(args: string[], env: NodeJS.ProcessEnv = process
   if (values.help) return { code: 0, stdout: renderHelp(forgetHelp()), stderr: '' };
   const [jobId, ...more] = positionals;
   if (!jobId || more.length > 0) return { code: 2, stdout: '', stderr: `leasehold forget: give exactly one job id\n${USAGE}` };
-  const c = commandRedis('forget', USAGE, values, env);
-  if (!('redis' in c)) return c;
+  const c = commandRemote('forget', USAGE, values, env);
+  if ('code' in c) return c;
   try {
-    await whenReady(c.redis, STATUS_CONNECT_TIMEOUT_MS);
-    const r = await forgetJob(c.redis, c.keys, jobId);
+    await c.ready(STATUS_CONNECT_TIMEOUT_MS);
+    const r = await c.forget(jobId);
     if (r.kind === 'unknown') return { code: 1, stdout: '', stderr: `leasehold forget: no job ${JSON.stringify(jobId)} in Redis\n` };
     if (r.kind === 'live') {
       return { code: 1, stdout: '', stderr: `leasehold forget: job ${JSON.stringify(jobId)} is registered by a live node (last written ${r.seenAt}); remove it from the code of every node first\n` };
@@ -52,8 +49,8 @@ export async function runForget(args: string[], env: NodeJS.ProcessEnv = process
     return { code: 0, stdout: `forgot job ${JSON.stringify(jobId)} (${r.keys} keys removed)\n`, stderr: '' };
   } catch (err) {
     const why = c.lastError() ?? errorMessage(err);
-    return { code: 1, stdout: '', stderr: `leasehold forget: Redis at ${describeTarget(c.target)} failed: ${why}\n` };
+    return { code: 1, stdout: '', stderr: `leasehold forget: Redis at ${c.where} failed: ${why}\n` };
   } finally {
-    c.redis.disconnect();
+    await c.close();
   }
 }

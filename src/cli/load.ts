@@ -9,7 +9,9 @@ import { resolve, extname, relative, isAbsolute } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
-import { isDecorated } from '../decorators/register.js';
+import { OPTIONAL_PEERS, typeScriptLoader } from '../peer.js';
+import { isDecorated } from '../decorators/naming.js';
+import { deferringChecks } from '../schedule/deferred.js';
 
 const TS_EXTENSIONS = new Set(['.ts', '.mts', '.cts', '.tsx']);
 const JS_EXTENSIONS = new Set(['.js', '.mjs', '.cjs']);
@@ -39,14 +41,17 @@ export async function loadJobsModule(path: string): Promise<unknown[]> {
   const file = resolve(path);
   if (!existsSync(file)) throw new LeaseholdError(ErrorCodes.invalidModule, `jobs module ${path}: no such file`);
   let mod: { default?: unknown };
+  const typeScript = TS_EXTENSIONS.has(extname(file));
+  if (typeScript) await registerTypeScript();
   try {
-    if (TS_EXTENSIONS.has(extname(file))) await registerTypeScript();
-    mod = (await import(pathToFileURL(file).href)) as { default?: unknown };
+    // Every definition is checked once loaded, so that each wrong one is named, not only the first.
+    mod = (await deferringChecks(() => import(pathToFileURL(file).href))) as { default?: unknown };
   } catch (err) {
     const where = await locate(err, file);
     const thrownAt = where ? undefined : throwingFrame(err);
     const msg = where ? describeLocation(where) : `${errorMessage(err).split('\n')[0] ?? ''}${thrownAt ? ` (at ${thrownAt})` : ''}`;
-    throw new LeaseholdError(ErrorCodes.invalidModule, `jobs module ${path} failed to load: ${msg}`, { cause: err });
+    const hint = typeScript && typeScriptLoader() === 'node' && err instanceof Error && (err.name === 'SyntaxError' || (err as NodeJS.ErrnoException).code === 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX') ? `; Node strips types only, decorators, enums and parameter properties need tsx: npm install tsx@${OPTIONAL_PEERS.tsx}` : '';
+    throw new LeaseholdError(ErrorCodes.invalidModule, `jobs module ${path} failed to load: ${msg}${hint}`, { cause: err });
   }
   // tsx may wrap a CommonJS-style default once more.
   let exported = mod.default;
@@ -87,13 +92,16 @@ let typeScriptRegistered = false;
 
 /**
  * Lets this process load TypeScript, for `import` and `require()` alike (tsx's hooks, for the
- * whole process: the jobs module is its reason to be). A `.ts` file in a project without
+ * whole process: the jobs module is its reason to be; Node's own type stripping when tsx, an
+ * optional peer, is not installed). A `.ts` file in a project without
  * `"type": "module"` is compiled to CommonJS, so its `import ... from 'leasehold'` is a
  * `require()`: it gets the instance this process runs (see `src/require.cts`), and a package
  * that leasehold has loaded already (ioredis) is not evaluated a second time.
  */
 async function registerTypeScript(): Promise<void> {
   if (typeScriptRegistered) return;
+  // Without tsx, on a Node that strips types, the module is imported as it is.
+  if (typeScriptLoader() === 'node') return;
   const [esm, cjs] = await Promise.all([import('tsx/esm/api'), import('tsx/cjs/api')]);
   esm.register();
   cjs.register();

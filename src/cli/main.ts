@@ -3,7 +3,7 @@
  * @module
  */
 import { readFileSync } from 'node:fs';
-import { ErrorCodes, isLeaseholdError, errorMessage } from '../errors.js';
+import { errorMessage, exitStatus } from '../errors.js';
 import { NEXT_HELP, runNext } from './next.js';
 import { CHECK_HELP, runCheck } from './check.js';
 import { runStart, startHelp } from './start.js';
@@ -33,7 +33,7 @@ const COMMANDS = new Map<string, Command>([
   [
     'status',
     {
-      synopsis: 'status [--json]',
+      synopsis: 'status [--json] [--q T] [--limit N]',
       summary: "print the cluster's job status from Redis",
       help: async () => (await import('./status.js')).statusHelp(),
       run: async (args) => (await import('./status.js')).runStatus(args),
@@ -152,6 +152,6 @@ export async function main(argv: string[]): Promise<number> {
   } catch (err) {
     const msg = errorMessage(err);
     await writeOut(process.stderr, `leasehold: ${msg}\n`);
-    return isLeaseholdError(err) && (err.code === ErrorCodes.invalidConfig || err.code === ErrorCodes.invalidCron || err.code === ErrorCodes.invalidZone) ? 2 : 1;
+    return exitStatus(err);
   }
 }

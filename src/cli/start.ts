@@ -6,16 +6,17 @@ import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
 import { ErrorCodes, LeaseholdError, errorMessage, isLeaseholdError } from '../errors.js';
 import { createLogger, logFormat } from '../log/logger.js';
-import { assertJobs, checkJobs, type JobDefinition } from '../schedule/job.js';
+import type { JobDefinition } from '../schedule/job.js';
+import { parseDuration } from '../schedule/duration.js';
+import { assertJobs, checkJobs } from '../schedule/job-list.js';
 import { bindTask, expandExport } from '../decorators/register.js';
-import { createRunner, type RunnerOptions } from '../create/index.js';
-import type { TaskDefinition } from '../tasks/index.js';
+import { asyncCallsOf, createRunner, type RunnerOptions } from '../create/index.js';
 import { CONFIG, helpOption, readConfig } from './config.js';
 import type { CommandHelp } from './help.js';
 import { loadJobsModule, loadModuleExtras } from './load.js';
 import { startPrivateRedis, type PrivateRedis } from './private-redis.js';
 import { startHttpServer } from '../http/server.js';
-import { redactUrl, splitList } from '../redis/target.js';
+import { redactUrl, splitList, type TaskDefinition } from '../create/command.js';
 import { every, systemClock } from '../clock.js';
 
 /** How often a node checks that the process that started it is still there, ms. */
@@ -31,6 +32,7 @@ export function startHelp(): CommandHelp {
     environment: CONFIG.filter((e) => e.flag === undefined).map((e) => helpOption(e)),
     notes: [
       'On SIGTERM or SIGINT the node stops its timer, waits the shutdown grace for runs in progress, aborts the rest, and exits 0. It exits non-zero when it cannot start: 2 for a bad flag or variable.',
+      'A rejection nobody handles in job or task code is logged with its job or task and counted (leasehold_unhandled_errors_total); the node keeps running. An exception nobody catches stops the node as SIGTERM does, and it exits 1.',
     ],
   };
 }
@@ -73,7 +75,8 @@ export async function runStart(args: string[]): Promise<number> {
   const config = readConfig(parseFlags(args), process.env);
   if (!config.jobs) throw new LeaseholdError(ErrorCodes.invalidConfig, 'start: --jobs <module> is required');
   const logger = createLogger({ level: config.logLevel, format: logFormat(config.logFormat, process.stdout.isTTY === true) });
-  const { jobs, tasks: asyncTasks, errors: decorated } = expandExport(await loadJobsModule(config.jobs), resolve(config.jobs));
+  const { jobs, tasks: asyncTasks, errors: decorated, warnings } = expandExport(await loadJobsModule(config.jobs), resolve(config.jobs));
+  for (const warning of warnings) logger.warn(warning);
   checkAllJobs(jobs, decorated);
   const extras = await loadModuleExtras(config.jobs);
   let privateRedis: PrivateRedis | undefined;
@@ -82,10 +85,13 @@ export async function runStart(args: string[]): Promise<number> {
     config.redisUrl = privateRedis.url;
     logger.info({ redis: privateRedis.url }, 'REDIS_URL is not set: started a private redis-server on %s (no persistence; it stops with this node)', privateRedis.url);
   }
+  const withRedis = Boolean(config.redisUrl || config.redisClusterNodes || config.redisSentinels);
   const runner = createRunner({
     logger,
+    // --local says this node runs alone (a Redis given as well wins: it is what the node shares).
+    ...(config.local && !withRedis ? { local: true } : {}),
     prefix: config.prefix,
-    shutdownGrace: config.shutdownGrace,
+    shutdownGrace: parseDuration(config.shutdownGrace),
     ...(config.instanceId ? { instanceId: config.instanceId } : {}),
     ...(config.redisUrl ? { redisUrl: config.redisUrl } : {}),
     ...(config.redisClusterNodes ? { redisClusterNodes: splitList(config.redisClusterNodes) } : {}),
@@ -93,22 +99,29 @@ export async function runStart(args: string[]): Promise<number> {
     ...(config.adminToken ? { adminToken: config.adminToken } : {}),
     ...(config.readToken ? { readToken: config.readToken } : {}),
     ...(config.metricsToken ? { metricsToken: config.metricsToken } : {}),
+    ...(config.cookieSecret ? { cookieSecret: config.cookieSecret } : {}),
+    ...(config.mcpAllowedOrigins ? { mcpAllowedOrigins: splitList(config.mcpAllowedOrigins) } : {}),
     ...(config.recentRuns !== undefined ? { recentRuns: config.recentRuns } : {}),
-    ...(config.handoffDelay !== undefined ? { handoffDelay: config.handoffDelay } : {}),
+    ...(config.handoffDelay !== undefined ? { handoffDelay: parseDuration(config.handoffDelay) } : {}),
+    ...(config.eventsMaxClients !== undefined ? { eventsMaxClients: config.eventsMaxClients } : {}),
     ...(extras.executors !== undefined ? { executors: extras.executors as RunnerOptions['executors'] } : {}),
+    // Careless job code cannot take the node down: see RunnerOptions.unhandled.
+    unhandled: 'shutdown',
   });
   // A job on a worker thread is loaded there from the jobs module.
   for (const job of jobs) runner.add(onWorkerThread(job) ? { ...(job as JobDefinition), module: extras.url } : (job as JobDefinition));
   for (const task of extras.tasks) runner.addTask(task as TaskDefinition);
-  // The @Async methods of the exported instances: their calls submit to this node's executors.
+  // The @Async methods of the exported instances: their calls submit to this node's executors
+  // (a worker executor's thread loads the method from the jobs module, as a worker job's does).
   for (const task of asyncTasks) {
-    runner.addTask(task.definition as TaskDefinition);
-    bindTask(task, (id) => async (args) => (await runner.submit(id, args)).result());
+    const definition = task.definition.module === undefined ? { ...task.definition, module: extras.url } : task.definition;
+    runner.addTask(definition as TaskDefinition);
+    bindTask(task, asyncCallsOf(runner));
   }
   await runner.start();
   let http: Awaited<ReturnType<typeof startHttpServer>>;
   try {
-    http = await startHttpServer({ host: config.host, port: config.port, routes: runner.routes, logger });
+    http = await startHttpServer({ host: config.host, port: config.port, trustProxy: config.trustProxy, routes: runner.routes, logger });
   } catch (err) {
     // Without its HTTP server the node is not operable: stop what started and say why.
     await runner.stop();

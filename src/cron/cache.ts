@@ -4,8 +4,8 @@
  * zone. Ten thousand jobs on one schedule then check its zone and parse it once, and a status
  * read of a thousand cron jobs builds no croner instance. At most {@link MAX_CRON_CACHE}
  * entries are kept, the oldest dropped first (a parsed expression holds about 80 KB of
- * croner's tables); a hit does not move its entry, as that made each hit cost about a third
- * more in registering 10,000 jobs.
+ * croner's tables); a hit does not move its entry, which keeps a hit cheap when 10,000 jobs
+ * register (docs/benchmarks.md).
  * @module
  */
 

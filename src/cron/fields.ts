@@ -8,7 +8,7 @@
  * 7 as the start of a range means 0. Names (`JAN`, `MON`) are case-insensitive.
  * @module
  */
-import { ErrorCodes, LeaseholdError } from '../errors.js';
+import { ErrorCodes, leaseholdError, type LeaseholdError } from '../errors.js';
 
 /** The fields of an expression, in order, by the names errors use. */
 export const FIELD_NAMES = ['second', 'minute', 'hour', 'day-of-month', 'month', 'day-of-week'] as const;
@@ -232,10 +232,7 @@ export function parseFields(parts: readonly [string, string, string, string, str
 export function fieldError(expression: string, field: FieldName, text: string, reason: string): LeaseholdError {
   // The reason may quote an item of the field, as long as the field itself.
   const why = reason.length > 160 ? `${reason.slice(0, 157)}...` : reason;
-  return new LeaseholdError(
-    ErrorCodes.invalidCron,
-    `Invalid cron expression ${quote(expression)}: ${field} field ${quote(text)}: ${why}`,
-  );
+  return leaseholdError(ErrorCodes.invalidCron, { expression: quote(expression), problem: `${field} field ${quote(text)}: ${why}` });
 }
 
 /** Quote user input for a message, shortened so a huge input cannot flood a log. */

@@ -3,7 +3,7 @@
  * @module
  */
 import { Cron } from 'croner';
-import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
+import { ErrorCodes, LeaseholdError, errorMessage, leaseholdError } from '../errors.js';
 import { remember } from './cache.js';
 import { compile } from './compile.js';
 import { FIELD_NAMES, fieldError, parseFields, quote } from './fields.js';
@@ -30,11 +30,33 @@ const MACROS: ReadonlyMap<string, string> = new Map([
 type SixParts = [string, string, string, string, string, string];
 
 function invalid(expression: string, why: string): LeaseholdError {
-  return new LeaseholdError(ErrorCodes.invalidCron, `Invalid cron expression ${quote(expression)}: ${why}`);
+  return leaseholdError(ErrorCodes.invalidCron, { expression: quote(expression), problem: why });
 }
 
 function isSix(parts: string[]): parts is SixParts {
   return parts.length === 6;
+}
+
+/** A day field that restricts the days: not `*` nor `?`. */
+const restricts = (field: string | undefined): boolean => field !== undefined && field !== '*' && field !== '?';
+
+/**
+ * What is wrong with an expression that has not six fields, with the fix for a five-field
+ * (Unix) one: its six-field form, seconds first, when that form is valid.
+ */
+function fieldCountProblem(parts: readonly string[], zone: ResolvedZone): string {
+  const problem = `expected six fields (second minute hour day-of-month month day-of-week), got ${parts.length}`;
+  if (parts.length !== 5) return problem;
+  const six = ['0', ...parts].join(' ');
+  try {
+    build(six, zone);
+  } catch (err) {
+    if (!(err instanceof LeaseholdError)) throw err;
+    return `${problem}; a five-field (Unix) cron has no seconds field: add one first (seconds first)`;
+  }
+  // Unix cron runs a day matching either restricted day field; Spring's rule, both (SPEC 2).
+  const both = restricts(parts[2]) && restricts(parts[4]) ? '; note that here a day must match both day fields, where Unix cron takes either' : '';
+  return `${problem}; a five-field (Unix) cron has no seconds field: use ${quote(six)} (seconds first)${both}`;
 }
 
 /**
@@ -52,7 +74,7 @@ function cronerError(expression: string, userParts: SixParts, cronerParts: reado
       return new LeaseholdError(e.code, e.message, { cause: err });
     }
   }
-  return new LeaseholdError(ErrorCodes.invalidCron, `Invalid cron expression ${quote(expression)}: ${reason}`, { cause: err });
+  return leaseholdError(ErrorCodes.invalidCron, { expression: quote(expression), problem: reason }, { cause: err });
 }
 
 /**
@@ -93,7 +115,7 @@ function build(expression: string, zone: ResolvedZone): CronSchedule {
   }
   const parts = body.split(/\s+/);
   if (!isSix(parts)) {
-    throw invalid(expression, `expected six fields (second minute hour day-of-month month day-of-week), got ${parts.length}`);
+    throw invalid(expression, fieldCountProblem(parts, zone));
   }
   const fields = parseFields(parts, expression);
   const compiled = compile(fields);

@@ -1,15 +1,19 @@
 /**
- * `@Async`: a TypeScript 5 standard method decorator that makes every call of a method submit
+ * `@Async`: a method decorator (standard, or under `experimentalDecorators`) that makes every call of a method submit
  * a task to an executor and return at once a promise of its result. The decorator replaces the
  * method with one that submits; `runner.register(instance)` registers the task (named
  * `ClassName.method`, as a job is) and binds the instance to the runner, so that its calls
  * reach that runner's executor. A call before the instance is registered rejects with
  * `invalidState`: there is no executor to run it on yet, and running it inline instead would
  * quietly give up what the decorator promises (a bounded executor, a queue that survives a node).
+ * On a `worker` executor a call runs in a worker thread, on the instance the method's module
+ * makes there (see `lookup.ts`).
  * @module
  */
 import { ErrorCodes, LeaseholdError } from '../errors.js';
+import { callerFile } from './caller.js';
 import type { Duration } from '../schedule/duration.js';
+import { legacyMethod, type AsyncDecorator } from './modes.js';
 
 /** What `@Async` takes. */
 export interface AsyncOptions {
@@ -19,6 +23,12 @@ export interface AsyncOptions {
   readonly id?: string;
   /** Abort a call after this long (default: its executor's timeout). */
   readonly timeout?: Duration;
+  /**
+   * On a `worker` executor: the module a worker thread loads to run the method (its
+   * `import.meta.url`), which exports an instance of the class. `leasehold start` fills it in with
+   * the jobs module.
+   */
+  readonly module?: string;
 }
 
 /** One `@Async` on a method, as recorded. */
@@ -28,6 +38,8 @@ export interface AsyncDeclaration {
   readonly method: string;
   /** The method as written (what the task runs, with `this` bound to the registered instance). */
   readonly original: (this: object, ...args: unknown[]) => unknown;
+  /** The file the decorated class was declared in, when it can be told (a stack frame). */
+  readonly file: string | undefined;
 }
 
 /** Submits one call of a registered `@Async` method: the arguments are the task's payload. */
@@ -66,7 +78,10 @@ function boundCall(instance: unknown, method: string): AsyncCall | undefined {
  * `this` bound to the instance. The task exists once the instance is registered
  * (`runner.register(instance)`); a call before that rejects with `invalidState`. On a `queue`
  * executor the arguments and the result must be JSON, and the node that takes the task runs it
- * on its own registered instance. Not on a `@Scheduled` method (see `runner.register`).
+ * on its own registered instance. On a `worker` executor a call runs in a worker thread, on the
+ * instance that the module named by `module` exports (or, under `leasehold start`, that the jobs
+ * module makes): the arguments and the result cross by structured clone. Not on a `@Scheduled`
+ * method (see `runner.register`).
  *
  * @example
  * ```ts
@@ -81,16 +96,10 @@ function boundCall(instance: unknown, method: string): AsyncCall | undefined {
  * ```
  * @param options - The executor and the task's options; see {@link AsyncOptions}.
  */
-export function Async(options: AsyncOptions = {}) {
-  return function <This, A extends unknown[], R>(method: (this: This, ...args: A) => Promise<R>, context: ClassMethodDecoratorContext<This, (this: This, ...args: A) => Promise<R>>): (this: This, ...args: A) => Promise<R> {
-    if (typeof context !== 'object' || context === null || !('kind' in context)) {
-      throw new LeaseholdError(ErrorCodes.invalidTask, `@Async on ${String(context)}: @Async is a standard TypeScript 5 decorator; turn "experimentalDecorators" off in tsconfig.json`);
-    }
-    const name = String(context.name);
-    if (context.kind !== 'method' || context.private || context.static || typeof context.name !== 'string') {
-      throw new LeaseholdError(ErrorCodes.invalidTask, `@Async on ${name}: only a public instance method can be @Async (it runs with this bound to a registered instance)`);
-    }
-    const replacement = function (this: This, ...args: A): Promise<R> {
+export function Async(options: AsyncOptions = {}): AsyncDecorator {
+  const file = callerFile(Async);
+  const submitting = (method: unknown, name: string): ((this: unknown, ...args: unknown[]) => Promise<unknown>) => {
+    const replacement = function (this: unknown, ...args: unknown[]): Promise<unknown> {
       const call = boundCall(this, name);
       if (!call) {
         const owner: unknown = (this as { constructor?: unknown } | undefined)?.constructor;
@@ -99,11 +108,25 @@ export function Async(options: AsyncOptions = {}) {
           new LeaseholdError(ErrorCodes.invalidState, `@Async method ${className}.${name} called before its instance was registered: call runner.register(instance) first, so its calls have an executor to run on`),
         );
       }
-      return call(args) as Promise<R>;
+      return call(args);
     };
-    const declaration: AsyncDeclaration = { options, method: name, original: method as unknown as AsyncDeclaration['original'] };
+    const declaration: AsyncDeclaration = { options, method: name, original: method as AsyncDeclaration['original'], file };
     Object.defineProperty(replacement, DECLARED, { value: declaration, enumerable: false });
     Object.defineProperty(replacement, 'name', { value: name });
     return replacement;
   };
+  return function (method: unknown, context: unknown, descriptor?: PropertyDescriptor): unknown {
+    // Compiled with `experimentalDecorators`: called as (prototype, key, descriptor).
+    const legacy = legacyMethod(method, context, descriptor, (className, name) => `@Async on ${className}.${name}: only a public instance method can be @Async (it runs with this bound to a registered instance)`);
+    if (legacy) {
+      legacy.descriptor.value = submitting(legacy.descriptor.value, legacy.name);
+      return undefined;
+    }
+    const ctx = context as ClassMethodDecoratorContext;
+    const name = String(ctx.name);
+    if (ctx.kind !== 'method' || ctx.private || ctx.static || typeof ctx.name !== 'string') {
+      throw new LeaseholdError(ErrorCodes.invalidDecorator, `@Async on ${name}: only a public instance method can be @Async (it runs with this bound to a registered instance)`);
+    }
+    return submitting(method, name);
+  } as AsyncDecorator;
 }

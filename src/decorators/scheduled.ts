@@ -1,21 +1,22 @@
 /**
- * `@Scheduled`: a TypeScript 5 standard method decorator (no `experimentalDecorators`, no
- * metadata polyfill) that declares a method a job. The decorator only records what it was
+ * `@Scheduled`: a method decorator that declares a method a job, under TypeScript 5's standard
+ * decorators and under `experimentalDecorators` alike (no metadata polyfill either way). The decorator only records what it was
  * given, kept on the method itself; `runner.register(instance)` (or a jobs module's default
  * export, under `leasehold start` and `leasehold check`) turns the recorded methods of an
  * instance into jobs, checks them and names them `ClassName.method`.
  * @module
  */
-import { fileURLToPath } from 'node:url';
 import { ErrorCodes, LeaseholdError } from '../errors.js';
-import type { JobContext, JobDefinition } from '../schedule/job.js';
+import { callerFile } from './caller.js';
+import type { CronJobDefinition, FixedDelayJobDefinition, FixedRateJobDefinition } from '../schedule/job.js';
+import { legacyMethod, type ScheduledDecorator } from './modes.js';
 
 /**
  * What `@Scheduled` takes: a job definition without its handler (the method is the handler),
- * and with an optional `id` (default `ClassName.method`). Derived from {@link JobDefinition},
- * so every job option is a decorator option too.
+ * and with an optional `id` (default `ClassName.method`). Derived from {@link JobDefinition}, a
+ * union by schedule kind, so every job option is a decorator option too, on the kinds it fits.
  */
-export type ScheduledOptions = Omit<JobDefinition, 'id' | 'run'> & {
+export type ScheduledOptions = (Omit<CronJobDefinition, 'id' | 'run'> | Omit<FixedRateJobDefinition, 'id' | 'run'> | Omit<FixedDelayJobDefinition, 'id' | 'run'>) & {
   /** The job's id. Default `ClassName.method`, qualified with a namespace when two registered classes share a name. */
   readonly id?: string;
 };
@@ -47,7 +48,7 @@ export function scheduledOf(method: unknown): readonly ScheduledDeclaration[] | 
 
 /**
  * Makes a method a job: it runs on the schedule given (exactly one of `cron`, `fixedRate`,
- * `fixedDelay`) with `this` bound to its instance and the run's {@link JobContext} as its
+ * `fixedDelay`) with `this` bound to its instance and the run's `JobContext` as its
  * only argument. The job exists once the instance is registered: `runner.register(instance)`,
  * or the instance in a jobs module's default export.
  *
@@ -64,48 +65,43 @@ export function scheduledOf(method: unknown): readonly ScheduledDeclaration[] | 
  * ```
  * @param options - The job's options; see {@link ScheduledOptions}.
  */
-export function Scheduled(options: ScheduledOptions) {
-  const file = callerFile();
-  return function <This, F extends (this: This, ctx: JobContext) => unknown>(method: F, context: ClassMethodDecoratorContext<This, F>): void {
-    // Compiled with `experimentalDecorators`, a decorator is called as (prototype, key, descriptor).
-    if (typeof context !== 'object' || context === null || !('kind' in context)) {
-      throw new LeaseholdError(ErrorCodes.invalidJob, `@Scheduled on ${String(context)}: @Scheduled is a standard TypeScript 5 decorator; turn "experimentalDecorators" off in tsconfig.json`);
-    }
-    const name = String(context.name);
-    if (context.kind !== 'method') {
-      throw new LeaseholdError(ErrorCodes.invalidJob, `@Scheduled on ${String(context.kind)} ${name}: only a method can be a job`);
-    }
-    if (context.private || context.static || typeof context.name !== 'string') {
-      // Said once the class is known: at its definition for a static method, at construction for a private one.
-      context.addInitializer(function (this: This) {
-        const owner: unknown = context.static ? this : (this as { constructor?: unknown }).constructor;
-        const className = typeof owner === 'function' && owner.name ? owner.name : 'anonymous';
-        throw new LeaseholdError(
-          ErrorCodes.invalidJob,
-          `job "${className}.${name}": field "@Scheduled": a scheduled method must be a public instance method (it runs with this bound to a registered instance), not a ${context.static ? 'static' : 'private'} one`,
-        );
-      });
-      return;
-    }
+export function Scheduled(options: ScheduledOptions): ScheduledDecorator {
+  const file = callerFile(Scheduled);
+  const record = (method: unknown, name: string): void => {
     const list = scheduledOf(method);
     const entry: ScheduledDeclaration = { options, method: name, file };
     if (list) (list as ScheduledDeclaration[]).push(entry);
     else Object.defineProperty(method, DECLARED, { value: [entry], enumerable: false });
   };
+  return function (method: unknown, context: unknown, descriptor?: PropertyDescriptor): void {
+    // Compiled with `experimentalDecorators`: called as (prototype, key, descriptor).
+    const legacy = legacyMethod(method, context, descriptor, refusal);
+    if (legacy) {
+      record(legacy.descriptor.value, legacy.name);
+      return;
+    }
+    const ctx = context as ClassMethodDecoratorContext;
+    const name = String(ctx.name);
+    if (ctx.kind !== 'method') {
+      throw new LeaseholdError(ErrorCodes.invalidDecorator, `@Scheduled on ${String(ctx.kind)} ${name}: only a method can be a job`);
+    }
+    if (ctx.private || ctx.static || typeof ctx.name !== 'string') {
+      // Said once the class is known: at its definition for a static method, at construction for a private one.
+      ctx.addInitializer(function (this: unknown) {
+        const owner: unknown = ctx.static ? this : (this as { constructor?: unknown }).constructor;
+        const className = typeof owner === 'function' && owner.name ? owner.name : 'anonymous';
+        throw new LeaseholdError(
+          ErrorCodes.invalidDecorator,
+          `job "${className}.${name}": field "@Scheduled": a scheduled method must be a public instance method (it runs with this bound to a registered instance), not a ${ctx.static ? 'static' : 'private'} one`,
+        );
+      });
+      return;
+    }
+    record(method, name);
+  } as ScheduledDecorator;
 }
 
-/** The file that called `Scheduled(...)`: where the decorated class is declared. */
-function callerFile(): string | undefined {
-  const holder: { stack?: string } = {};
-  const limit = Error.stackTraceLimit;
-  Error.stackTraceLimit = 2;
-  try {
-    Error.captureStackTrace(holder, Scheduled);
-  } finally {
-    Error.stackTraceLimit = limit;
-  }
-  const frame = holder.stack?.split('\n').find((l) => /^\s+at /.test(l));
-  const m = frame ? /((?:file:\/\/)?\/[^\s()?]+?)(?:\?[^\s():]*)?:\d+:\d+\)?$/.exec(frame) : null;
-  if (!m?.[1]) return undefined;
-  return m[1].startsWith('file://') ? fileURLToPath(m[1]) : m[1];
+function refusal(className: string, name: string, why: 'static' | 'symbol' | 'not a method'): string {
+  if (why === 'not a method') return `@Scheduled on ${className}.${name}: only a method can be a job`;
+  return `job "${className}.${name}": field "@Scheduled": a scheduled method must be a public instance method (it runs with this bound to a registered instance), not a ${why === 'static' ? 'static' : 'symbol-named'} one`;
 }

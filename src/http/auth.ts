@@ -2,20 +2,32 @@
  * The tokens of the HTTP surface, each compared in constant time (SHA-256 digests, of equal
  * length whatever the input): the admin token of the admin routes (no admin at all without
  * one), the optional read token of `GET /manage/*` (a bearer header, or the cookie the status
- * page's sign-in sets), and the optional metrics token of `GET /metrics`.
+ * page's sign-in sets), and the optional metrics token of `GET /metrics`. A token has at least
+ * {@link MIN_TOKEN_LENGTH} characters. The read cookie expires ({@link READ_COOKIE_MAX_AGE_S})
+ * and is signed with a secret of its own when one is given, so it can be revoked without
+ * changing the token.
  * @module
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import { ErrorCodes, LeaseholdError } from '../errors.js';
+import { ErrorCodes, leaseholdError } from '../errors.js';
+import { systemClock } from '../clock.js';
 
-/** The outcome of a check: allowed, or the status and message to answer with. */
-export type AuthDecision = { readonly ok: true } | { readonly ok: false; readonly status: 401 | 403; readonly message: string };
+/**
+ * The outcome of a check: allowed, or the status and message to answer with; `wrong` marks a
+ * credential that was offered and is not the token (a failed attempt, counted), unlike one
+ * that is missing or malformed.
+ */
+export type AuthDecision = { readonly ok: true } | { readonly ok: false; readonly status: 401 | 403; readonly message: string; readonly wrong?: boolean };
 
 const BEARER = /^Bearer[ \t]+([\x21-\x7e]+)[ \t]*$/i;
 /** What a token may hold: what `Authorization: Bearer <token>` can carry. */
 export const ADMIN_TOKEN_PATTERN = /^[\x21-\x7e]+$/;
 /** The name of the cookie the status page's sign-in sets (HttpOnly, SameSite=Strict). */
 export const READ_COOKIE = 'leasehold_read';
+/** The fewest characters a token (or the cookie secret) may have: shorter ones can be guessed. */
+export const MIN_TOKEN_LENGTH = 16;
+/** How long the read cookie is valid, in seconds (12 hours). */
+export const READ_COOKIE_MAX_AGE_S = 12 * 60 * 60;
 
 function digest(text: string): Buffer {
   return createHash('sha256').update(text, 'utf8').digest();
@@ -23,13 +35,17 @@ function digest(text: string): Buffer {
 
 /**
  * Checks a configured token: undefined or empty means none; anything no header can carry is
- * refused, since it would refuse every call. The message names `what`, never the value.
- * @throws LeaseholdError `invalidConfig`.
+ * refused, since it would refuse every call, and so is a token shorter than
+ * {@link MIN_TOKEN_LENGTH}. The message names `what`, never the value.
+ * @throws LeaseholdError `invalidToken`.
  */
 export function checkToken(token: string | undefined, what: string): string | undefined {
   if (token === undefined || token === '') return undefined;
   if (!ADMIN_TOKEN_PATTERN.test(token)) {
-    throw new LeaseholdError(ErrorCodes.invalidConfig, `${what}: only printable ASCII without spaces fits in "Authorization: Bearer <token>" (the token is not shown)`);
+    throw leaseholdError(ErrorCodes.invalidToken, { setting: what, problem: 'only printable ASCII without spaces fits in "Authorization: Bearer <token>"' });
+  }
+  if (token.length < MIN_TOKEN_LENGTH) {
+    throw leaseholdError(ErrorCodes.invalidToken, { setting: what, problem: `a token needs at least ${MIN_TOKEN_LENGTH} characters, so that it cannot be guessed (make one with: openssl rand -hex 32)` });
   }
   return token;
 }
@@ -48,7 +64,7 @@ function matcher(token: string): (candidate: string) => boolean {
 
 /**
  * Builds a checker for `token` (undefined or empty: admin disabled). The token itself is not kept.
- * @throws LeaseholdError `invalidConfig` for a token no header can carry (spaces, non-ASCII),
+ * @throws LeaseholdError `invalidToken` for a token no header can carry (spaces, non-ASCII),
  *   which would refuse every call; the message does not show it.
  */
 export function bearerChecker(token: string | undefined): (authorization: string | undefined) => AuthDecision {
@@ -61,7 +77,7 @@ export function bearerChecker(token: string | undefined): (authorization: string
     const given = bearerToken(authorization);
     if (given === undefined) return { ok: false, status: 401, message: 'an Authorization: Bearer <token> header is required' };
     if (given === null) return { ok: false, status: 401, message: 'malformed Authorization header: expected Bearer <token>' };
-    if (!matches(given)) return { ok: false, status: 403, message: 'wrong admin token' };
+    if (!matches(given)) return { ok: false, status: 403, message: 'wrong admin token', wrong: true };
     return { ok: true };
   };
 }
@@ -69,7 +85,7 @@ export function bearerChecker(token: string | undefined): (authorization: string
 /**
  * The metrics token's checker: without a token every scrape is allowed (as before); with one,
  * `Authorization: Bearer <token>` is required (401 without or malformed, 403 when wrong).
- * @throws LeaseholdError `invalidConfig` for a token no header can carry.
+ * @throws LeaseholdError `invalidToken` for a token no header can carry.
  */
 export function metricsChecker(token: string | undefined): (authorization: string | undefined) => AuthDecision {
   const configured = checkToken(token, 'metrics token');
@@ -79,7 +95,7 @@ export function metricsChecker(token: string | undefined): (authorization: strin
     const given = bearerToken(authorization);
     if (given === undefined) return { ok: false, status: 401, message: 'an Authorization: Bearer <LEASEHOLD_METRICS_TOKEN> header is required' };
     if (given === null) return { ok: false, status: 401, message: 'malformed Authorization header: expected Bearer <token>' };
-    if (!matches(given)) return { ok: false, status: 403, message: 'wrong metrics token' };
+    if (!matches(given)) return { ok: false, status: 403, message: 'wrong metrics token', wrong: true };
     return { ok: true };
   };
 }
@@ -102,40 +118,69 @@ export interface ReadAccess {
   check(authorization: string | undefined, cookie: string | undefined): AuthDecision;
   /**
    * The sign-in: the cookie's value when `candidate` is the read token (or the admin token),
-   * else undefined. The value is derived from the token (an HMAC), not the token itself.
+   * else undefined. The value is an expiry and an HMAC of it, never the token.
    */
   signIn(candidate: string): string | undefined;
+  /** How long the cookie is valid, in seconds (its `Max-Age`). */
+  readonly cookieMaxAge: number;
 }
+
+/** Options of {@link readAccess}. */
+export interface ReadAccessOptions {
+  /**
+   * The secret the read cookie is signed with; without one, the read token. Changing it signs
+   * every browser out without changing the token.
+   */
+  readonly cookieSecret?: string | undefined;
+  /** The present moment, epoch ms. Default the system clock's. */
+  readonly now?: () => number;
+}
+
+const COOKIE_VALUE = /^(\d{1,12})\.([A-Za-z0-9_-]{43})$/;
 
 /**
  * The read token's checker. Without a read token every read is allowed. With one, a read
  * needs `Authorization: Bearer <read token>` (the admin token also reads), or the sign-in
- * cookie. Nothing else: a missing or malformed credential is 401, a wrong one 403.
- * @throws LeaseholdError `invalidConfig` for a token no header can carry.
+ * cookie, valid for {@link READ_COOKIE_MAX_AGE_S}. Nothing else: a missing or malformed
+ * credential is 401, a wrong or expired one 403.
+ * @throws LeaseholdError `invalidToken` for a token no header can carry, or too short.
  */
-export function readAccess(readToken: string | undefined, adminToken: string | undefined): ReadAccess {
+export function readAccess(readToken: string | undefined, adminToken: string | undefined, opts: ReadAccessOptions = {}): ReadAccess {
   const read = checkToken(readToken, 'read token');
   const admin = checkToken(adminToken, 'admin token');
+  const secret = checkToken(opts.cookieSecret, 'cookie secret');
   if (read === undefined) {
-    return { protected: false, check: () => ({ ok: true }), signIn: () => undefined };
+    return { protected: false, check: () => ({ ok: true }), signIn: () => undefined, cookieMaxAge: READ_COOKIE_MAX_AGE_S };
   }
+  const now = opts.now ?? (() => systemClock.now());
   const readMatches = matcher(read);
   const adminMatches = admin === undefined ? () => false : matcher(admin);
-  // The cookie proves the sign-in without carrying the token: a keyed digest of a fixed text.
-  const session = createHmac('sha256', read).update('leasehold read session v1').digest('base64url');
-  const sessionMatches = matcher(session);
+  // The cookie proves the sign-in without carrying the token: its expiry and a keyed digest of it.
+  const mac = (expires: string): string => createHmac('sha256', secret ?? read).update(`leasehold read session v2 ${expires}`).digest('base64url');
+  const session = (): string => {
+    const expires = String(Math.floor(now() / 1000) + READ_COOKIE_MAX_AGE_S);
+    return `${expires}.${mac(expires)}`;
+  };
+  const sessionValid = (value: string): boolean => {
+    const m = COOKIE_VALUE.exec(value);
+    if (!m?.[1] || !m[2]) return false;
+    const signed = timingSafeEqual(digest(m[2]), digest(mac(m[1])));
+    return signed && Number(m[1]) * 1000 > now();
+  };
   const tokenOk = (t: string): boolean => readMatches(t) || adminMatches(t);
   return {
     protected: true,
+    cookieMaxAge: READ_COOKIE_MAX_AGE_S,
     check(authorization, cookie) {
       const given = bearerToken(authorization);
       if (typeof given === 'string' && tokenOk(given)) return { ok: true };
       const fromCookie = cookieValue(cookie, READ_COOKIE);
-      if (fromCookie !== undefined && sessionMatches(fromCookie)) return { ok: true };
+      if (fromCookie !== undefined && fromCookie !== '' && sessionValid(fromCookie)) return { ok: true };
       if (given === null) return { ok: false, status: 401, message: 'malformed Authorization header: expected Bearer <token>' };
-      if (typeof given === 'string') return { ok: false, status: 403, message: 'wrong read token' };
+      if (typeof given === 'string') return { ok: false, status: 403, message: 'wrong read token', wrong: true };
+      if (fromCookie !== undefined && fromCookie !== '') return { ok: false, status: 401, message: 'the sign-in has expired or was revoked: sign in again on /manage/ui, or send Authorization: Bearer <LEASEHOLD_READ_TOKEN>' };
       return { ok: false, status: 401, message: 'reads need the read token: Authorization: Bearer <LEASEHOLD_READ_TOKEN>, or sign in on /manage/ui' };
     },
-    signIn: (candidate) => (ADMIN_TOKEN_PATTERN.test(candidate) && tokenOk(candidate) ? session : undefined),
+    signIn: (candidate) => (ADMIN_TOKEN_PATTERN.test(candidate) && tokenOk(candidate) ? session() : undefined),
   };
 }

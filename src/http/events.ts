@@ -15,24 +15,30 @@
  *
  * Events: `snapshot` (the whole status, first on every connection, with `executors` when there
  * is a source), `changes` (`{generatedAt, jobs, removed, instances?, executors?}`: the jobs that
- * changed or appeared, the ids that went, and the instances or the executors when they changed)
- * and `problem` (`{message}` while the status cannot be read,
- * `{message: null}` once it can). A `retry:` line tells EventSource how soon to reconnect, a
- * comment line every {@link HEARTBEAT_MS} keeps proxies from closing an idle stream, and
- * {@link StatusEvents.close} ends every stream (the runner's `stop()` and fastify's close call
- * it), so no socket is left behind.
+ * changed or appeared, the ids that went, the instances or the executors when they changed) and
+ * `problem` (`{message}` while the status cannot be read, `{message: null}` once it can). Above
+ * {@link PAGED_ABOVE} jobs, `snapshot` and `changes` carry `paged` (`{total, states}`) instead of
+ * jobs (`event-paged.ts`). A `retry:` line tells EventSource how soon to reconnect, a comment
+ * every {@link HEARTBEAT_MS} keeps proxies from closing an idle stream, and {@link
+ * StatusEvents.close} ends every stream (at the runner's `stop()`), so no socket is left behind.
+ *
+ * Slow clients cannot exhaust the node's memory (`event-clients.ts`): a node serves at most
+ * `maxClients` streams and answers others 503, each client's send buffer is bounded, and a
+ * client that does not read is disconnected. {@link StatusEvents.figures} counts both.
  * @module
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { every, systemClock, type Repeating, type Timers } from '../clock.js';
 import { errorMessage } from '../errors.js';
-import type { ClusterStatus, InstanceStatus, JobStatus } from '../status/model.js';
+import type { ClusterStatus } from '../status/model.js';
+import type { ExecutorsSource } from '../status/api.js';
+import { StatusDiff } from './event-diff.js';
+import { PAGED_ABOVE, PagedDiff, summarize } from './event-paged.js';
+import { DEFAULT_MAX_CLIENTS, EventClients, STALL_MS, checkMaxClients, frame, unavailable, type EventClient, type EventStreamFigures, type Frame } from './event-clients.js';
 
-/**
- * How often the snapshot is looked at while a client listens, in ms. Looking costs an identity
- * check; Redis is read only as often as the snapshot's cache allows (it is fresh for 500 ms),
- * so a faster look only shortens the wait for what a read brought.
- */
+export { DEFAULT_MAX_CLIENTS, checkMaxClients, type EventStreamFigures } from './event-clients.js';
+
+/** How often the snapshot is looked at while a client listens, in ms (an identity check; Redis is read as the cache allows). */
 export const POLL_MS = 250;
 /** A comment line is sent this often, in ms (below the usual 30 to 60 s proxy read timeouts). */
 export const HEARTBEAT_MS = 15_000;
@@ -40,18 +46,15 @@ export const HEARTBEAT_MS = 15_000;
 export const EXECUTORS_EVERY_MS = 1_000;
 /** What EventSource is told to wait before reconnecting, in ms. */
 export const RETRY_MS = 2_000;
-/** A client that has this much unsent is too slow: its stream is ended (it reconnects and gets a snapshot). */
-const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
-/** A lease's end moving by less than this is the read's jitter, not an extension, in ms. */
-const LEASE_JITTER_MS = 1_000;
+/** The heartbeat, a comment line. */
+const HEARTBEAT: Frame = Buffer.from(': keep-alive\n\n');
+/** The first lines of every stream: how soon to reconnect, and a comment. */
+const GREETING: Frame = Buffer.from(`retry: ${RETRY_MS}\n: leasehold status events\n\n`);
 
 /** What the events need of the status layer. */
 export interface StatusSource {
   cluster(): Promise<ClusterStatus>;
 }
-
-/** The cluster's executors of background tasks (the rows `GET /manage/executors` lists). */
-export type ExecutorsSource = () => Promise<readonly object[]>;
 
 /** Options of {@link StatusEvents}. */
 export interface StatusEventsOptions {
@@ -65,49 +68,29 @@ export interface StatusEventsOptions {
   readonly pollMs?: number;
   readonly executorsEveryMs?: number;
   readonly heartbeatMs?: number;
-}
-
-interface Client {
-  readonly res: ServerResponse;
-  /** False until its `snapshot` is sent; changes are sent only after it. */
-  synced: boolean;
-}
-
-/** What is known of a job at the last read, to tell whether it changed. */
-interface Seen {
-  readonly text: string;
-  readonly leaseEnd: number | null;
-}
-
-function frame(event: string, data: unknown): string {
-  return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
-}
-
-/** A job's text without its lease's remaining time, which changes at every read. */
-function seen(job: JobStatus, generatedAtMs: number): Seen {
-  const lease = job.lease;
-  const text = JSON.stringify(lease ? { ...job, lease: { ...lease, ttlMs: null } } : job);
-  const leaseEnd = lease?.ttlMs === null || lease?.ttlMs === undefined || !Number.isFinite(generatedAtMs) ? null : generatedAtMs + lease.ttlMs;
-  return { text, leaseEnd };
-}
-
-function changed(a: Seen | undefined, b: Seen): boolean {
-  if (!a || a.text !== b.text) return true;
-  if (a.leaseEnd === null || b.leaseEnd === null) return a.leaseEnd !== b.leaseEnd;
-  return Math.abs(a.leaseEnd - b.leaseEnd) > LEASE_JITTER_MS;
+  /** Streams served at once; a client beyond them is answered 503. Default {@link DEFAULT_MAX_CLIENTS}. */
+  readonly maxClients?: number;
+  /** A client whose socket has taken nothing for this long is disconnected, in ms. Default {@link STALL_MS}. */
+  readonly stallMs?: number;
+  /** Above this many jobs the stream sends counts, not jobs. Default {@link PAGED_ABOVE}. */
+  readonly pagedAbove?: number;
 }
 
 /** The event streams of one set of routes; see the module comment. */
 export class StatusEvents {
-  private readonly clients = new Set<Client>();
+  private readonly clients: EventClients;
   private readonly clock: Timers;
   private readonly pollMs: number;
   private readonly heartbeatMs: number;
+  /** The `snapshot` frame of {@link current} (and the executors), made once for every client that needs it. */
+  private snapshotFrame: { readonly of: ClusterStatus; readonly executors: readonly object[] | undefined; readonly frame: Frame } | undefined;
   private poll: Repeating | undefined;
   private heartbeat: Repeating | undefined;
   private current: ClusterStatus | undefined;
-  private seenJobs = new Map<string, Seen>();
-  private instancesText = '';
+  private readonly diff = new StatusDiff();
+  private readonly pagedDiff = new PagedDiff();
+  /** Whether the clients were last sent counts instead of jobs (a large installation). */
+  private paged = false;
   private executors: readonly object[] | undefined;
   private executorsText = '';
   private executorsReadAt = -Infinity;
@@ -119,6 +102,18 @@ export class StatusEvents {
     this.clock = opts.clock ?? systemClock;
     this.pollMs = opts.pollMs ?? POLL_MS;
     this.heartbeatMs = opts.heartbeatMs ?? HEARTBEAT_MS;
+    this.clients = new EventClients({
+      maxClients: checkMaxClients(opts.maxClients ?? DEFAULT_MAX_CLIENTS, 'maxClients'),
+      stallMs: opts.stallMs ?? STALL_MS,
+      clock: () => this.clock.monotonic(),
+      onCaughtUp: (c) => this.catchUp(c),
+      onIdle: () => this.stopTimers(),
+    });
+  }
+
+  /** The clients served now, and those refused and dropped since this was made. */
+  figures(): EventStreamFigures {
+    return this.clients.figures();
   }
 
   /** How many clients listen now. */
@@ -128,14 +123,12 @@ export class StatusEvents {
 
   /**
    * Serves one stream on a raw response the caller has taken over (fastify's `reply.hijack()`).
-   * After {@link close}, answers 503.
+   * After {@link close}, and while `maxClients` streams are open, answers 503.
    */
   attach(req: IncomingMessage, res: ServerResponse): void {
-    if (this.closed) {
-      res.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'retry-after': '2' });
-      res.end(JSON.stringify({ statusCode: 503, error: 'Service Unavailable', message: 'this node is shutting down' }));
-      return;
-    }
+    if (this.closed) return unavailable(res, 'this node is shutting down');
+    const client = this.clients.admit(req, res);
+    if (!client) return;
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache, no-store, no-transform',
@@ -144,13 +137,7 @@ export class StatusEvents {
       'x-accel-buffering': 'no',
       'x-content-type-options': 'nosniff',
     });
-    res.write(`retry: ${RETRY_MS}\n: leasehold status events\n\n`);
-    const client: Client = { res, synced: false };
-    this.clients.add(client);
-    const drop = (): void => this.drop(client);
-    req.once('close', drop);
-    res.once('close', drop);
-    res.once('error', drop);
+    client.push(GREETING);
     this.startTimers();
     void this.greet(client);
   }
@@ -163,20 +150,23 @@ export class StatusEvents {
 
   /** Ends the streams open now (their server is closing); EventSource reconnects, maybe elsewhere. */
   endStreams(): void {
-    for (const c of [...this.clients]) {
-      this.drop(c);
-      c.res.end();
-    }
-  }
-
-  private drop(client: Client): void {
-    if (!this.clients.delete(client)) return;
-    if (this.clients.size === 0) this.stopTimers();
+    this.clients.endAll();
   }
 
   private startTimers(): void {
-    this.poll ??= every(this.clock, this.pollMs, () => void this.refresh());
-    this.heartbeat ??= every(this.clock, this.heartbeatMs, () => this.broadcast(': keep-alive\n\n'));
+    this.poll ??= every(this.clock, this.pollMs, () => {
+      this.clients.dropStalled();
+      void this.refresh();
+    });
+    this.heartbeat ??= every(this.clock, this.heartbeatMs, () => this.clients.broadcast(HEARTBEAT));
+  }
+
+  /** Sends a client that fell behind and caught up the whole status, and the problem if there is one. */
+  private catchUp(client: EventClient): void {
+    if (!this.clients.has(client)) return;
+    const snapshot = this.snapshot();
+    if (snapshot) client.push(snapshot);
+    if (this.problem !== null) client.push(frame('problem', { message: this.problem }));
   }
 
   private stopTimers(): void {
@@ -186,24 +176,26 @@ export class StatusEvents {
     this.heartbeat = undefined;
     // Without listeners nothing is tracked: the next client starts from a fresh read.
     this.current = undefined;
-    this.seenJobs = new Map();
-    this.instancesText = '';
+    this.diff.reset();
+    this.pagedDiff.reset();
     this.executors = undefined;
     this.executorsText = '';
     this.executorsReadAt = -Infinity;
+    this.snapshotFrame = undefined;
   }
 
   /** Sends a new client the whole status, from the last read or a new one. */
-  private async greet(client: Client): Promise<void> {
+  private async greet(client: EventClient): Promise<void> {
     const problem = this.problem;
     if (!this.current) await this.refresh();
     if (!this.clients.has(client)) return;
-    if (this.current && !client.synced) {
-      this.write(client, frame('snapshot', this.snapshotOf(this.current)));
+    const snapshot = client.synced ? undefined : this.snapshot();
+    if (snapshot) {
+      client.push(snapshot);
       client.synced = true;
     }
     // A problem found by this very read went to every client already.
-    if (problem !== null && problem === this.problem) this.write(client, frame('problem', { message: problem }));
+    if (problem !== null && problem === this.problem) client.send(frame('problem', { message: problem }));
   }
 
   /** Reads the snapshot (one read at a time) and sends what changed. */
@@ -214,9 +206,16 @@ export class StatusEvents {
     return this.reading;
   }
 
-  /** The status as the `snapshot` event carries it: with the executors when there is a source. */
-  private snapshotOf(status: ClusterStatus): ClusterStatus & { executors?: readonly object[] } {
-    return this.opts.executors ? { ...status, executors: this.executors ?? [] } : status;
+  /** The `snapshot` frame of the last read: the status, with the executors when there is a source. */
+  private snapshot(): Frame | undefined {
+    const status = this.current;
+    if (!status) return undefined;
+    const cached = this.snapshotFrame;
+    if (cached?.of === status && cached.executors === this.executors) return cached.frame;
+    const jobs = this.paged ? { jobs: [], paged: summarize(status) } : {};
+    const data = this.opts.executors || this.paged ? { ...status, ...jobs, ...(this.opts.executors ? { executors: this.executors ?? [] } : {}) } : status;
+    this.snapshotFrame = { of: status, executors: this.executors, frame: frame('snapshot', data) };
+    return this.snapshotFrame.frame;
   }
 
   /**
@@ -254,46 +253,39 @@ export class StatusEvents {
       if (message !== this.problem) {
         this.problem = message;
         this.opts.onReadError?.(err);
-        this.broadcast(frame('problem', { message }));
+        this.clients.broadcast(frame('problem', { message }));
       }
       return;
     }
     if (this.problem !== null) {
       this.problem = null;
-      this.broadcast(frame('problem', { message: null }));
+      this.clients.broadcast(frame('problem', { message: null }));
     }
     if (this.clients.size === 0) return;
     if (status === this.current) {
       if (executorsChanged) this.sendExecutors(status.generatedAt);
       return;
     }
-    const first = this.current === undefined;
+    const paged = status.jobs.length > (this.opts.pagedAbove ?? PAGED_ABOVE);
+    // The installation crossed the size of a snapshot: every client starts again from one.
+    const first = this.current === undefined || paged !== this.paged;
     this.current = status;
-    const at = Date.parse(status.generatedAt);
-    const next = new Map<string, Seen>();
-    const jobs: JobStatus[] = [];
-    for (const job of status.jobs) {
-      const s = seen(job, at);
-      next.set(job.id, s);
-      if (changed(this.seenJobs.get(job.id), s)) jobs.push(job);
-    }
-    const removed = [...this.seenJobs.keys()].filter((id) => !next.has(id));
-    this.seenJobs = next;
-    const instancesText = JSON.stringify(status.instances);
-    const instances: InstanceStatus[] | undefined = instancesText === this.instancesText ? undefined : status.instances;
-    this.instancesText = instancesText;
+    this.paged = paged;
+    const { jobs, removed, instances } = paged ? { jobs: [], removed: [], instances: undefined } : this.diff.next(status);
+    const counts = paged ? this.pagedDiff.next(status) : undefined;
     const executors = executorsChanged ? this.executors : undefined;
-    const changes = first || (jobs.length === 0 && removed.length === 0 && instances === undefined && executors === undefined)
+    const now = counts?.instances ?? instances;
+    const changes = first || (jobs.length === 0 && removed.length === 0 && now === undefined && executors === undefined && counts?.summary === undefined)
       ? undefined
-      : frame('changes', { generatedAt: status.generatedAt, jobs, removed, ...(instances ? { instances } : {}), ...(executors ? { executors } : {}) });
-    let snapshot: string | undefined;
+      : frame('changes', { generatedAt: status.generatedAt, jobs, removed, ...(now ? { instances: now } : {}), ...(executors ? { executors } : {}), ...(counts?.summary ? { paged: counts.summary } : {}) });
+    if (first) (paged ? this.diff : this.pagedDiff).reset();
     for (const c of this.clients) {
-      if (c.synced) {
-        if (changes !== undefined) this.write(c, changes);
+      if (c.synced && !first) {
+        if (changes !== undefined) c.send(changes);
       } else {
-        // A client that connected while the status could not be read gets it now.
-        snapshot ??= frame('snapshot', this.snapshotOf(status));
-        this.write(c, snapshot);
+        // A client that connected while the status could not be read gets it now (or all, after a crossing).
+        const snapshot = this.snapshot();
+        if (snapshot) c.push(snapshot);
         c.synced = true;
       }
     }
@@ -302,19 +294,6 @@ export class StatusEvents {
   /** Sends the executors alone (the jobs did not change). */
   private sendExecutors(generatedAt: string): void {
     const text = frame('changes', { generatedAt, jobs: [], removed: [], executors: this.executors ?? [] });
-    for (const c of this.clients) if (c.synced) this.write(c, text);
-  }
-
-  private broadcast(text: string): void {
-    for (const c of this.clients) this.write(c, text);
-  }
-
-  private write(client: Client, text: string): void {
-    if (client.res.writableLength > MAX_BUFFERED_BYTES) {
-      this.drop(client);
-      client.res.end();
-      return;
-    }
-    client.res.write(text);
+    for (const c of this.clients) if (c.synced) c.send(text);
   }
 }

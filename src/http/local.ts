@@ -6,7 +6,9 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { metricsChecker, readAccess } from './auth.js';
-import { authorization, guard, nameTheNode, type ExecutorsSource, type MetricsSource } from './plugin.js';
+import type { ExecutorsSource } from '../status/api.js';
+import type { AuthFailures } from './auth-failures.js';
+import { authorization, guard, nameTheNode, ownFailures, type MetricsSource } from './plugin.js';
 
 /** Options of {@link localRoutes}. */
 export interface LocalRoutesOptions {
@@ -20,6 +22,8 @@ export interface LocalRoutesOptions {
   readonly metricsToken?: string;
   /** This node's executors of background tasks, for `GET /manage/executors`. */
   readonly executors?: ExecutorsSource;
+  /** Where failed token attempts are counted; without one the plugin keeps its own. */
+  readonly failures?: AuthFailures;
 }
 
 /**
@@ -30,8 +34,9 @@ export const localRoutes: FastifyPluginAsync<LocalRoutesOptions> = async (app, o
   nameTheNode(app, opts.instanceId);
   const access = readAccess(opts.readToken, undefined);
   const metricsCheck = metricsChecker(opts.metricsToken);
-  const readOnly = guard((req) => access.check(authorization(req), req.headers.cookie));
-  const metricsOnly = guard((req) => metricsCheck(authorization(req)));
+  const failures = opts.failures ?? ownFailures(app);
+  const readOnly = guard((req) => access.check(authorization(req), req.headers.cookie), failures);
+  const metricsOnly = guard((req) => metricsCheck(authorization(req)), failures);
   const needRedis = { statusCode: 503, error: 'Service Unavailable', message: 'the job status is kept in Redis: configure REDIS_URL (or start with --private-redis)' };
   app.get('/health', async () => ({ status: 'ok', reasons: [], redis: 'not configured' }));
   app.get('/health/live', async () => ({ status: 'ok', reasons: [] }));

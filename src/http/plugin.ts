@@ -8,19 +8,19 @@
  */
 import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Timers } from '../clock.js';
-import { ErrorCodes, isLeaseholdError } from '../errors.js';
-import type { ManageApi } from '../status/api.js';
+import { ERRORS, ErrorCodes, isLeaseholdError } from '../errors.js';
+import type { ExecutorsSource, ManageApi } from '../status/api.js';
+import { asksForPage, parseJobsQuery, type RawJobsQuery } from '../status/page.js';
 import { bearerChecker, metricsChecker, readAccess, type AuthDecision } from './auth.js';
-import { StatusEvents, type ExecutorsSource } from './events.js';
-import { send } from './problem.js';
+import { AuthFailures } from './auth-failures.js';
+import { StatusEvents, checkMaxClients } from './events.js';
+import { send, tooManyFailures } from './problem.js';
 import { loadAssets } from './ui/assets.js';
 import { registerUiRoutes } from './ui/routes.js';
 import { JOB_ID_PATTERN } from '../schedule/job.js';
 
 /** Prometheus text of this node's metrics, as `GET /metrics` serves it. */
 export type MetricsSource = () => Promise<{ contentType: string; text: string }>;
-
-export type { ExecutorsSource } from './events.js';
 
 /** Options of {@link leaseholdRoutes}. */
 export interface LeaseholdRoutesOptions {
@@ -41,11 +41,21 @@ export interface LeaseholdRoutesOptions {
   readonly readToken?: string;
   /** Bearer token of `GET /metrics`; without one it is open. */
   readonly metricsToken?: string;
+  /** Secret of the read cookie; without one the read token signs it (see `readAccess`). */
+  readonly cookieSecret?: string;
+  /**
+   * Where failed token attempts are counted (and clients over the limit refused, 429); the
+   * owner reads its totals for the metrics. Without one the plugin keeps its own, logged
+   * through fastify's logger.
+   */
+  readonly failures?: AuthFailures;
   /**
    * The event streams of `GET /manage/events`; the owner closes them on shutdown. Without one
    * the plugin makes its own, closed when fastify closes.
    */
   readonly events?: StatusEvents;
+  /** Event streams the plugin's own {@link StatusEvents} serves at once; beyond, 503. Default 100. */
+  readonly eventsMaxClients?: number;
   /** Timers of the event streams the plugin makes. Default the system's. */
   readonly clock?: Timers;
   /** The executors of background tasks, for `GET /manage/executors`; without it the list is empty. */
@@ -71,6 +81,12 @@ const headers = {
   properties: { authorization: { type: 'string', maxLength: 4096 } },
 } as const;
 const query = { type: 'object', maxProperties: 32 } as const;
+/** `GET /manage/jobs`: the paging parameters as strings, read by `parseJobsQuery` (which names what is wrong). */
+const jobsQuery = {
+  type: 'object',
+  maxProperties: 32,
+  properties: { limit: { type: 'string', maxLength: 16 }, cursor: { type: 'string', maxLength: 1024 }, state: { type: 'string', maxLength: 64 }, q: { type: 'string', maxLength: 1024 } },
+} as const;
 const params = {
   type: 'object',
   properties: { id: { type: 'string', pattern: JOB_ID_PATTERN.source } },
@@ -80,14 +96,28 @@ const params = {
 /** Admin actions take no arguments: no body, `null` or `{}`. */
 const body = { type: ['object', 'null'], maxProperties: 0 } as const;
 
-/** An onRequest hook from a check of the `Authorization` (and `Cookie`) headers. */
-export function guard(check: (req: FastifyRequest) => AuthDecision) {
+/**
+ * An onRequest hook from a check of the `Authorization` (and `Cookie`) headers. A wrong token
+ * is counted in `failures`; a client over their limit is answered 429 when it sends a
+ * credential or when the check refuses it.
+ */
+export function guard(check: (req: FastifyRequest) => AuthDecision, failures?: AuthFailures) {
   return async (req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
     const decision = check(req);
+    const wait = failures?.retryAfter(req.ip) ?? 0;
+    if (wait > 0 && (!decision.ok || req.headers.authorization !== undefined)) return tooManyFailures(reply, wait);
     if (decision.ok) return undefined;
+    if (decision.wrong) failures?.fail(req.ip, req.routeOptions.url ?? 'unknown');
     if (decision.status === 401) void reply.header('www-authenticate', 'Bearer');
     return send(reply, decision.status, decision.message);
   };
+}
+
+/** Failed token attempts counted by a plugin of its own, logged through its logger. */
+export function ownFailures(app: FastifyInstance): AuthFailures {
+  return new AuthFailures({
+    report: (r) => app.log.warn({ client: r.client, route: r.route, failures: r.failures, blocked: r.blocked }, '%d failed token attempt(s) from %s (last on %s)', r.failures, r.client, r.route),
+  });
 }
 
 /** The `Authorization` header as a string (fastify types it loosely). */
@@ -108,7 +138,12 @@ function onError(app: FastifyInstance) {
       return;
     }
     if (isLeaseholdError(err, ErrorCodes.redisError)) {
-      void send(reply, 503, 'Redis is unreachable; try again');
+      void send(reply, ERRORS.redisError.http, 'Redis is unreachable; try again');
+      return;
+    }
+    // A corrupt key in Redis: said as it is (the key and the repair), not as Redis being down.
+    if (isLeaseholdError(err, ErrorCodes.corruptSettings)) {
+      void send(reply, ERRORS.corruptSettings.http, err.message, err.code);
       return;
     }
     app.log.error({ err: { message: err.message, stack: err.stack }, url: req.routeOptions.url }, 'request failed');
@@ -129,11 +164,12 @@ export const leaseholdRoutes: FastifyPluginAsync<LeaseholdRoutesOptions> = async
   const { api } = opts;
   const check = bearerChecker(opts.adminToken);
   nameTheNode(app, opts.instanceId);
-  const access = readAccess(opts.readToken, opts.adminToken);
+  const access = readAccess(opts.readToken, opts.adminToken, { cookieSecret: opts.cookieSecret });
   const metricsCheck = metricsChecker(opts.metricsToken);
-  const readOnly = guard((req) => access.check(authorization(req), req.headers.cookie));
-  const metricsOnly = guard((req) => metricsCheck(authorization(req)));
-  const events = opts.events ?? new StatusEvents({ api, ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.executors ? { executors: opts.executors } : {}), onReadError: (err) => app.log.debug({ err }, 'status events: reading the status failed') });
+  const failures = opts.failures ?? ownFailures(app);
+  const readOnly = guard((req) => access.check(authorization(req), req.headers.cookie), failures);
+  const metricsOnly = guard((req) => metricsCheck(authorization(req)), failures);
+  const events = opts.events ?? new StatusEvents({ api, ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.executors ? { executors: opts.executors } : {}), ...(opts.eventsMaxClients !== undefined ? { maxClients: checkMaxClients(opts.eventsMaxClients, 'eventsMaxClients') } : {}), onReadError: (err) => app.log.debug({ err }, 'status events: reading the status failed') });
   // Streams end before fastify waits for requests in flight, so closing never hangs on them.
   app.addHook('preClose', (done) => {
     events.endStreams();
@@ -160,9 +196,15 @@ export const leaseholdRoutes: FastifyPluginAsync<LeaseholdRoutesOptions> = async
   });
   app.setErrorHandler(onError(app));
 
-  app.get('/manage/jobs', { schema: { headers, querystring: query }, onRequest: readOnly }, async (_req, reply) =>
-    reply.type('application/json; charset=utf-8').send(await api.clusterJson()),
-  );
+  app.get<{ Querystring: RawJobsQuery }>('/manage/jobs', { schema: { headers, querystring: jobsQuery }, onRequest: readOnly }, async (req, reply) => {
+    try {
+      if (asksForPage(req.query)) return await api.jobsPage(parseJobsQuery(req.query));
+      return await reply.type('application/json; charset=utf-8').send(await api.clusterJson());
+    } catch (err) {
+      if (isLeaseholdError(err, ErrorCodes.invalidQuery)) return send(reply, 400, err.message);
+      throw err;
+    }
+  });
 
   app.get('/manage/executors', { schema: { headers, querystring: query }, onRequest: readOnly }, async () => ({ executors: opts.executors ? await opts.executors() : [] }));
 
@@ -173,7 +215,7 @@ export const leaseholdRoutes: FastifyPluginAsync<LeaseholdRoutesOptions> = async
   });
 
   // Before the body and params are looked at: without the right token nothing is revealed.
-  const adminOnly = guard((req) => check(authorization(req)));
+  const adminOnly = guard((req) => check(authorization(req)), failures);
 
   const admin = (action: 'run' | 'pause' | 'resume' | 'cancel'): void => {
     app.post<{ Params: { id: string } }>(
@@ -212,6 +254,7 @@ export const leaseholdRoutes: FastifyPluginAsync<LeaseholdRoutesOptions> = async
   registerUiRoutes(app, {
     assets,
     access,
+    failures,
     adminEnabled: opts.adminToken !== undefined && opts.adminToken !== '',
     metricsProtected: opts.metricsToken !== undefined && opts.metricsToken !== '',
     events,

@@ -8,8 +8,13 @@ import type { Logger } from 'pino';
 
 /** Options of {@link startHttpServer}. */
 export interface HttpServerOptions {
-  /** Address to listen on. Default `0.0.0.0`. */
+  /** Address to listen on. Default `127.0.0.1` (this machine only). */
   readonly host?: string;
+  /**
+   * Whether to believe a reverse proxy's `X-Forwarded-*` headers (fastify's `trustProxy`): then
+   * `req.protocol` and `req.ip` are the client's, as the proxy saw them. Default false.
+   */
+  readonly trustProxy?: boolean | number | string;
   /** Port; 0 picks a free one. */
   readonly port: number;
   /** The routes (the status layer's `routes`). */
@@ -27,9 +32,13 @@ export interface HttpServer {
   close(): Promise<void>;
 }
 
+function hops(n: number): (address: string, hop: number) => boolean {
+  return (_address, hop) => hop < n;
+}
+
 /** Starts the server; resolves once it listens. */
 export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServer> {
-  const host = opts.host ?? '0.0.0.0';
+  const host = opts.host ?? '127.0.0.1';
   const app = Fastify({
     loggerInstance: opts.logger.child({ component: 'http' }),
     // One line per request is noise for probes and scrapes; errors are logged by the routes.
@@ -38,6 +47,8 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
     routerOptions: { maxParamLength: 256 },
     forceCloseConnections: true,
     return503OnClosing: true,
+    // A number of proxies: the addresses of the first n hops are believed.
+    trustProxy: typeof opts.trustProxy === 'number' ? hops(opts.trustProxy) : (opts.trustProxy ?? false),
   });
   await app.register(opts.routes);
   await app.listen({ host, port: opts.port });

@@ -11,6 +11,7 @@ import { ErrorCodes, LeaseholdError, isLeaseholdError, errorMessage } from '../e
 import type { ClaimRequest, ClaimResult } from '../redis/claim.js';
 import { JOBS_PER_CALL, claimScript, extendScript, releaseScript, type ClaimScriptArgs, type ReleaseScriptArgs } from '../redis/scripts.js';
 import type { Keys } from '../redis/keys.js';
+import { DEFAULT_RECENT_RUNS } from '../redis/record.js';
 import { isCluster } from '../redis/pipeline.js';
 import { batcher, type Batcher } from './batcher.js';
 
@@ -86,6 +87,8 @@ export interface LeaseStoreOptions {
    * each job's keys live in their own slot.
    */
   batch?: boolean;
+  /** Length of each job's recent-runs list, where a claim pushes a lost run it finds; default {@link DEFAULT_RECENT_RUNS}. */
+  runsCap?: number;
 }
 
 function redisError(action: string, err: unknown): unknown {
@@ -101,11 +104,13 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
   const claims = batcher<ClaimScriptArgs, ClaimResult<string>>((jobs) => claimScript(redis, jobs), perCall);
   const releases = batcher<ReleaseScriptArgs, boolean>((jobs) => releaseScript(redis, jobs), perCall);
 
-  const jobKeys = new Map<string, { lease: string; state: string; stats: string }>();
-  const keysOf = (jobId: string): { lease: string; state: string; stats: string } => {
+  const runsCap = options.runsCap ?? DEFAULT_RECENT_RUNS;
+  type JobKeys = { lease: string; state: string; stats: string; runs: string };
+  const jobKeys = new Map<string, JobKeys>();
+  const keysOf = (jobId: string): JobKeys => {
     let k = jobKeys.get(jobId);
     if (k === undefined) {
-      k = { lease: keys.lease(jobId), state: keys.state(jobId), stats: keys.stats(jobId) };
+      k = { lease: keys.lease(jobId), state: keys.state(jobId), stats: keys.stats(jobId), runs: keys.runs(jobId) };
       jobKeys.set(jobId, k);
     }
     return k;
@@ -120,13 +125,13 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
       if (holder.length === 0) {
         throw new LeaseholdError(ErrorCodes.invalidConfig, `holder of the lease of job ${jobId} must not be empty`);
       }
-      const { lease: leaseKey, state: stateKey, stats: statsKey } = keysOf(jobId);
+      const { lease: leaseKey, state: stateKey, stats: statsKey, runs: runsKey } = keysOf(jobId);
       const claimedAt = clock.monotonic();
       let reply;
       try {
         reply = await claims.send({
-          leaseKey, stateKey, statsKey, countSkip: request.countSkip ?? false,
-          tick, leaseMs, holder, mode, nowGuardMs: request.nowGuardMs ?? NOW_GUARD_MS,
+          leaseKey, stateKey, statsKey, runsKey, countSkip: request.countSkip ?? false,
+          tick, leaseMs, holder, mode, nowGuardMs: request.nowGuardMs ?? NOW_GUARD_MS, runsCap,
           ...(request.request === undefined ? {} : { request: request.request }),
         });
       } catch (err) {

@@ -6,7 +6,7 @@
  */
 import type { ClaimRequest, ClaimResult as ClaimResultOf } from '../redis/claim.js';
 
-export type { ClaimMode, ClaimRequest } from '../redis/claim.js';
+export type { ClaimMode, ClaimRequest, LostRun } from '../redis/claim.js';
 
 /** Why a lease can no longer be trusted. */
 export const LeaseLossCauses = {

@@ -25,6 +25,8 @@ export interface RedisCoordinatorOptions {
   readonly ownsConnection: boolean;
   /** The clock of the runner it serves (offsets to Redis time, lease deadlines, timers); default the system's. */
   readonly clock?: Timers;
+  /** Length of each job's recent-runs list (a claim pushes the lost runs it finds there). */
+  readonly recentRuns?: number | undefined;
 }
 
 /** A coordinator that also measures its offset to Redis time. */
@@ -36,7 +38,7 @@ export interface RedisCoordinator extends Coordinator {
 /** Creates the Redis coordinator. */
 export function redisCoordinator(opts: RedisCoordinatorOptions): RedisCoordinator {
   const clock = opts.clock ?? systemClock;
-  const store = createLeaseStore(opts.redis, opts.keys, { clock });
+  const store = createLeaseStore(opts.redis, opts.keys, { clock, ...(opts.recentRuns === undefined ? {} : { runsCap: opts.recentRuns }) });
   // Redis time ≈ monotonic + offset. Until the first measurement, the wall clock's reading.
   let offset = clock.now() - clock.monotonic();
   let wallOffset = 0;
@@ -79,7 +81,7 @@ export function redisCoordinator(opts: RedisCoordinatorOptions): RedisCoordinato
       closed = true;
       if (timer !== undefined) clock.clearTimer(timer);
       if (opts.ownsConnection) {
-        await closeRedis(opts.redis);
+        await closeRedis(opts.redis, (err) => opts.logger.debug({ err }, 'closing the lease connection: QUIT failed; disconnected'));
       }
     },
   };

@@ -1,20 +1,52 @@
 /**
  * Logs run outcomes: for a job that keeps failing, the first failure (warn) and the
- * recovery (info), not every repeat.
+ * recovery (info), not every repeat. An instance job's streak is this node's; an installation
+ * job's ticks move between nodes, so with Redis its streak is the installation's: the node whose
+ * stats write starts or ends it logs the line ({@link logStreakChange}), once for all nodes.
  * @module
  */
+import type { RunEndedEvent } from '../runner/events.js';
 import type { Logger } from '../logger.js';
 import { formatDuration } from '../schedule/duration.js';
-import type { RunnerCore } from '../runner/runner.js';
+import type { Scheduler } from '../runner/runner.js';
 
 /** Options of {@link attachLogListener}. */
 export interface LogListenerOptions {
   /** Fields to add to the lines about a run in progress (the tracer's `trace_id` and `span_id`). */
   readonly runFields?: (runId: string) => Readonly<Record<string, string>> | undefined;
+  /**
+   * True when installation jobs' first failures and recoveries are logged from the cluster's
+   * streak ({@link logStreakChange}, told by the stats writer), not from this node's runs.
+   */
+  readonly clusterStreaks?: boolean;
+}
+
+/** The start or the end of an installation job's failing streak, as the stats writer tells it. */
+export type StreakLogChange =
+  | { readonly kind: 'failed'; readonly run: RunEndedEvent }
+  | { readonly kind: 'recovered'; readonly run: RunEndedEvent; readonly failedRuns: number };
+
+/** The first failure (warn) of a job's streak. */
+function logFailed(log: Logger, e: RunEndedEvent, fields: Record<string, unknown>): void {
+  const err = e.cause instanceof Error ? e.cause : undefined;
+  log.warn({ ...fields, err, error: e.error }, 'job "%s" %s: %s', e.jobId, e.outcome, e.error ?? 'no error message');
+}
+
+/** The recovery (info) of a job after `streak` unsuccessful runs. */
+function logRecovered(log: Logger, e: RunEndedEvent, fields: Record<string, unknown>, streak: number): void {
+  log.info({ ...fields, failedRuns: streak }, 'job "%s" recovered after %d unsuccessful runs', e.jobId, streak);
+}
+
+/** Logs the start (warn) or the end (info) of an installation job's failing streak, cluster-wide. */
+export function logStreakChange(log: Logger, change: StreakLogChange): void {
+  const e = change.run;
+  const fields = { jobId: e.jobId, runId: e.runId, outcome: e.outcome, durationMs: e.durationMs, instanceId: e.instanceId };
+  if (change.kind === 'failed') logFailed(log, e, fields);
+  else logRecovered(log, e, fields, change.failedRuns);
 }
 
 /** Subscribes a logger to a runner's events. Returns an unsubscribe function. */
-export function attachLogListener(runner: RunnerCore, log: Logger, opts: LogListenerOptions = {}): () => void {
+export function attachLogListener(runner: Pick<Scheduler, 'on'>, log: Logger, opts: LogListenerOptions = {}): () => void {
   const failing = new Map<string, number>();
   const traced = (runId: string): Readonly<Record<string, string>> | undefined => opts.runFields?.(runId);
   const failingTasks = new Map<string, number>();
@@ -29,6 +61,13 @@ export function attachLogListener(runner: RunnerCore, log: Logger, opts: LogList
         log.info({ jobId: e.jobId, runId: e.runId, attempt: e.attempt, error: e.error, ...traced(e.runId) }, 'job "%s": attempt %d failed (%s); retrying', e.jobId, e.attempt, e.error ?? 'no error message');
         return;
       }
+      // A lost lease (lockLost) and a lost run are this node's to say: their records reach the
+      // cluster's streak apart from the batch's (one record per fencing token).
+      if (opts.clusterStreaks && e.scope === 'installation' && e.outcome !== 'interrupted' && e.outcome !== 'cancelled' && e.outcome !== 'lost' && e.outcome !== 'lockLost') {
+        // The installation's streak decides, once for all nodes (logStreakChange).
+        if (debug()) log.debug({ jobId: e.jobId, runId: e.runId, outcome: e.outcome, durationMs: e.durationMs, error: e.error, ...traced(e.runId) }, e.outcome === 'succeeded' ? 'run succeeded' : 'run unsuccessful');
+        return;
+      }
       if (e.outcome === 'succeeded' && !failing.has(e.jobId)) {
         if (debug()) log.debug({ jobId: e.jobId, runId: e.runId, outcome: e.outcome, durationMs: e.durationMs, ...traced(e.runId) }, 'run succeeded');
         return;
@@ -37,7 +76,7 @@ export function attachLogListener(runner: RunnerCore, log: Logger, opts: LogList
       if (e.outcome === 'succeeded') {
         const streak = failing.get(e.jobId) ?? 0;
         failing.delete(e.jobId);
-        log.info({ ...fields, failedRuns: streak }, 'job "%s" recovered after %d unsuccessful runs', e.jobId, streak);
+        logRecovered(log, e, fields, streak);
         return;
       }
       if (e.outcome === 'interrupted' || e.outcome === 'cancelled') {
@@ -46,9 +85,11 @@ export function attachLogListener(runner: RunnerCore, log: Logger, opts: LogList
       }
       const streak = (failing.get(e.jobId) ?? 0) + 1;
       failing.set(e.jobId, streak);
-      if (streak === 1) {
-        const err = e.cause instanceof Error ? e.cause : undefined;
-        log.warn({ ...fields, err, error: e.error }, 'job "%s" %s: %s', e.jobId, e.outcome, e.error ?? 'no error message');
+      if (e.outcome === 'lost') {
+        // Another node died or froze with the run: said every time, with the run's node and token.
+        log.warn({ ...fields, instanceId: e.instanceId, fencingToken: e.fencingToken, scheduledAt: new Date(e.scheduledAt).toISOString(), error: e.error }, 'job "%s": run lost (token %d): %s', e.jobId, e.fencingToken ?? 0, e.error ?? '');
+      } else if (streak === 1) {
+        logFailed(log, e, fields);
       } else {
         log.debug({ ...fields, error: e.error, streak }, 'run unsuccessful again');
       }

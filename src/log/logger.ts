@@ -3,8 +3,8 @@
  * @module
  */
 import { pino, type Logger, type DestinationStream } from 'pino';
-import pretty from 'pino-pretty';
 import { ErrorCodes, LeaseholdError } from '../errors.js';
+import { hasPeer, requirePeer } from '../peer.js';
 
 /** Log formats accepted by `LOG_FORMAT`: JSON lines, or readable lines for people. */
 export const LOG_FORMATS = ['json', 'pretty'] as const;
@@ -13,11 +13,12 @@ export type LogFormat = (typeof LOG_FORMATS)[number];
 
 /**
  * The format of a node's log: `LOG_FORMAT` when set, else readable lines when stdout is a
- * terminal (a person reads it) and JSON lines otherwise (a log shipper does).
+ * terminal (a person reads it) and pino-pretty, an optional peer, is installed, and JSON lines
+ * otherwise (a log shipper reads them).
  * @throws LeaseholdError `invalidConfig` for an unknown format.
  */
 export function logFormat(value: string | undefined, isTty: boolean): LogFormat {
-  if (value === undefined || value.trim() === '') return isTty ? 'pretty' : 'json';
+  if (value === undefined || value.trim() === '') return isTty && hasPeer('pino-pretty') ? 'pretty' : 'json';
   const f = value.trim().toLowerCase();
   if (!(LOG_FORMATS as readonly string[]).includes(f)) {
     throw new LeaseholdError(ErrorCodes.invalidConfig, `LOG_FORMAT: ${JSON.stringify(value)} is not one of ${LOG_FORMATS.join(', ')}`);
@@ -46,7 +47,8 @@ const REDACT_PATHS = [
 
 /**
  * Creates the node's logger (JSON lines on stdout, or on `destination`).
- * @throws LeaseholdError `invalidConfig` for an unknown level.
+ * @throws LeaseholdError `invalidConfig` for an unknown level; `missingPeer` for the `pretty`
+ * format without pino-pretty.
  */
 export function createLogger(opts: { level?: string; format?: LogFormat; destination?: DestinationStream; base?: Record<string, unknown> } = {}): Logger {
   const level = (opts.level ?? 'info').toLowerCase();
@@ -61,6 +63,7 @@ export function createLogger(opts: { level?: string; format?: LogFormat; destina
   };
   if (opts.format === 'pretty') {
     // Redaction happens before the line reaches the stream, so secrets stay hidden here too.
+    const pretty = requirePeer('pino-pretty', 'readable logs (LOG_FORMAT=pretty)') as typeof import('pino-pretty').build;
     return pino(options, pretty({ sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', ...(opts.destination ? { destination: opts.destination } : {}) }));
   }
   return opts.destination ? pino(options, opts.destination) : pino(options);

@@ -12,9 +12,9 @@ import * as z from 'zod';
 import { errorMessage, isLeaseholdError } from '../errors.js';
 import { parseCron } from '../cron/index.js';
 import { formatInZone, resolveZone } from '../cron/zone.js';
-import type { ActionResult, ManageApi } from '../status/api.js';
-import type { JobStatus } from '../status/model.js';
-import type { ExecutorsSource } from '../http/plugin.js';
+import type { ActionResult, ExecutorsSource, ManageApi } from '../status/api.js';
+import { StatusStates, type JobStatus } from '../status/model.js';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, parseJobsQuery, type JobsPage } from '../status/page.js';
 import { JOB_ID_PATTERN } from '../schedule/job.js';
 
 /** The tools that change something: refused without an admin token and under read-only. */
@@ -75,11 +75,23 @@ function compact(j: JobStatus): Record<string, unknown> {
     succeeded: j.succeeded,
     failed: j.failed,
     timedOut: j.timedOut,
+    ...(j.lost > 0 ? { lost: j.lost } : {}),
     lastOutcome: j.lastOutcome,
     lastStartedAt: j.lastStartedAt,
     nextDueAt: j.nextDueAt,
     ...(j.lastError && j.lastOutcome !== 'succeeded' ? { lastError: j.lastError.split('\n')[0] } : {}),
     ...(j.degradedReasons.length > 0 ? { degradedReasons: j.degradedReasons } : {}),
+  };
+}
+
+/** A page as `list_jobs` answers it: compact jobs, and when there is more, the call that reads it. */
+function listed(page: JobsPage): Record<string, unknown> {
+  const next = page.nextCursor;
+  return {
+    total: page.total,
+    jobs: page.jobs.map(compact),
+    nextCursor: next,
+    ...(next !== null ? { more: `${page.jobs.length} of ${page.total} jobs shown: call list_jobs with cursor "${next}" (and the same state and q) for the next page, or narrow with state or q` } : {}),
   };
 }
 
@@ -102,10 +114,16 @@ export function createMcpServer(opts: McpToolsOptions): McpServer {
   server.registerTool(
     'list_jobs',
     {
-      description: "Every job of the cluster with its scope, state (ok, running, paused, degraded, invalidSchedule, orphaned), schedule, counters, last outcome and next due time: the cluster's status, read from Redis.",
+      description: `The cluster's jobs, in id order, a page at a time (${DEFAULT_PAGE_SIZE} unless limit says otherwise), each with its scope, state (ok, degraded, invalidSchedule, paused, orphaned), schedule, counters, last outcome and next due time: the cluster's status, read from Redis. The answer carries total (how many jobs match) and nextCursor (pass it as cursor for the next page; null on the last). Narrow a large list with state and q rather than reading every page.`,
+      inputSchema: {
+        limit: z.number().int().min(1).max(MAX_PAGE_SIZE).optional().describe(`At most this many jobs, 1 to ${MAX_PAGE_SIZE}. Default ${DEFAULT_PAGE_SIZE}.`),
+        cursor: z.string().max(1024).optional().describe('The nextCursor of the page before, as it came; without it, the first page.'),
+        state: z.enum(Object.values(StatusStates) as [string, ...string[]]).optional().describe('Only jobs in this state: ok, degraded, invalidSchedule, paused or orphaned.'),
+        q: z.string().max(200).optional().describe('Only jobs whose id or description holds this text, ignoring case.'),
+      },
       annotations: { readOnlyHint: true },
     },
-    () => answer(async () => json({ jobs: (await api.cluster()).jobs.map(compact) })),
+    ({ limit, cursor, state, q }) => answer(async () => json(listed(await api.jobsPage(parseJobsQuery({ limit, cursor, state, q }))))),
   );
   server.registerTool(
     'get_job',

@@ -5,9 +5,12 @@
  * process, and collecting them twice would start a second event-loop monitor.
  * @module
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { RunnerCore } from '../runner/runner.js';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { processMetrics } from './process.js';
+import { countedTotals } from './totals.js';
+import type { Scheduler } from '../runner/runner.js';
 import { RunOutcomes, SkipReasons } from '../runner/events.js';
+import { unhandledCounter, type UnhandledFigures } from './unhandled.js';
 
 /** Buckets of run durations, in seconds: from 10 ms to an hour. */
 export const DURATION_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 1800, 3600];
@@ -32,9 +35,12 @@ export const METRIC_NAMES = [
   'leasehold_tasks_active',
   'leasehold_tasks_total',
   'leasehold_task_duration_seconds',
+  'leasehold_events_clients',
+  'leasehold_events_clients_dropped_total',
+  'leasehold_unhandled_errors_total',
 ] as const;
 
-/** An executor's gauges at a scrape (see {@link RunnerMetrics.executorFigures}). */
+/** An executor's gauges at a scrape (see {@link RunnerMetricsOptions.executorFigures}). */
 export interface ExecutorGauges {
   readonly executor: string;
   /** Tasks waiting: on this node for `loop` and `worker`, in the queue (cluster-wide) for `queue`. */
@@ -43,29 +49,21 @@ export interface ExecutorGauges {
   readonly active: number;
 }
 
-/** A job's success deadline, as the cluster's status judges it (see {@link RunnerMetrics.successDeadlines}). */
+/** A job's success deadline, as the cluster's status judges it (see {@link RunnerMetricsOptions.successDeadlines}). */
 export interface SuccessDeadline {
   readonly jobId: string;
   /** Epoch ms by which a success is due; null when none is (no schedule known, paused, orphaned). */
   readonly dueBy: number | null;
 }
 
-/**
- * How often the event-loop lag of the default process metrics is sampled, in ms. prom-client's
- * default of 10 ms wakes the process a hundred times a second, which costs an idle node more
- * CPU than its jobs do; a blocked loop still shows in full at 100 ms.
- */
-export const EVENT_LOOP_SAMPLE_MS = 100;
-
-let processRegistry: Registry | undefined;
-
-/** The process-wide registry of prom-client's default metrics, created on first use. */
-function defaultMetrics(): Registry {
-  if (!processRegistry) {
-    processRegistry = new Registry();
-    collectDefaultMetrics({ register: processRegistry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
-  }
-  return processRegistry;
+/** The status page's event streams on this node (see {@link RunnerMetricsOptions.eventStreams}). */
+export interface EventStreamGauges {
+  /** Streams open now. */
+  readonly clients: number;
+  /** Clients refused so far because the node served its cap of streams. */
+  readonly refused: number;
+  /** Clients disconnected so far because they did not read. */
+  readonly dropped: number;
 }
 
 /** A runner's metrics. */
@@ -74,19 +72,37 @@ export interface RunnerMetrics {
   readonly registry: Registry;
   /** Creates the series of a job with zero values, so rates work from the first scrape. */
   addJob(jobId: string, scope: 'instance' | 'installation'): void;
-  /**
-   * Where the success deadlines come from at each scrape (the cluster's status, which judges
-   * `/health` by the same rule); without a source the gauge has no series.
-   */
-  successDeadlines(source: () => Promise<readonly SuccessDeadline[]>): void;
-  /** Where the executors' queue depth and active tasks come from at each scrape. */
-  executorFigures(source: () => Promise<readonly ExecutorGauges[]>): void;
   /** Stops listening to the runner. */
   detach(): void;
 }
 
+/**
+ * Options of {@link createRunnerMetrics}: what the gauges read at each scrape. A source answers
+ * what it could read (an empty list when it could not, telling why where it can): one that
+ * rejects fails the scrape.
+ */
+export interface RunnerMetricsOptions {
+  /** Whether the registry also serves prom-client's process metrics. Default true. */
+  readonly processMetrics?: boolean;
+  /**
+   * The success deadlines (the cluster's status, which judges `/health` by the same rule);
+   * without a source the gauge has no series.
+   */
+  readonly successDeadlines?: () => Promise<readonly SuccessDeadline[]>;
+  /** The executors' queue depth and active tasks. */
+  readonly executorFigures?: () => Promise<readonly ExecutorGauges[]>;
+  /** The figures of the status page's event streams. */
+  readonly eventStreams?: () => EventStreamGauges;
+  /** The rejections and exceptions nobody handled that the runner reported. */
+  readonly unhandled?: () => UnhandledFigures;
+  /** Failed token attempts of the HTTP routes so far, by route. */
+  readonly authFailures?: () => ReadonlyMap<string, number>;
+  /** Stats batches dropped so far, by job (totals kept by the stats writer). */
+  readonly statsBatchesDropped?: () => ReadonlyMap<string, number>;
+}
+
 /** What the metrics need of a runner. */
-export type MetricsCore = Pick<RunnerCore, 'on' | 'jobs' | 'job' | 'intervalOf'>;
+export type MetricsCore = Pick<Scheduler, 'on' | 'jobs' | 'job' | 'intervalOf'>;
 
 /**
  * Zero-valued series are created up front for at most this many jobs: they let rates work
@@ -95,18 +111,28 @@ export type MetricsCore = Pick<RunnerCore, 'on' | 'jobs' | 'job' | 'intervalOf'>
  */
 export const ZERO_SERIES_JOB_LIMIT = 1_000;
 
+/**
+ * Drops a gauge's series once the scrape that made them has read them: a gauge remade from its
+ * source at every scrape would otherwise hold a series per job between scrapes (its labels,
+ * label hash and entry: about 40 MB for 100,000 jobs and two such gauges). prom-client reads
+ * the series right after `collect` returns, before anything scheduled with `setImmediate`.
+ */
+function forgetAfterScrape(gauge: { reset(): void }): void {
+  setImmediate(() => gauge.reset());
+}
+
 /** Creates a runner's metrics and subscribes them to its events. */
-export function createRunnerMetrics(core: MetricsCore, opts: { processMetrics?: boolean } = {}): RunnerMetrics {
+export function createRunnerMetrics(core: MetricsCore, opts: RunnerMetricsOptions = {}): RunnerMetrics {
   const own = new Registry();
   const registers = [own];
-  // prom-client hashes and validates the labels on every inc/set/observe: about 1.5 µs of CPU per event against 0.5 µs for hand-kept series (1,000 jobs x 5 events per tick), 3x.
+  // prom-client's documented inc/set/observe hash the labels on every call: a small cost per run, measured in docs/benchmarks.md.
   const runs = new Counter({ name: 'leasehold_job_runs_total', help: 'Runs that ended, by job and outcome.', labelNames: ['job', 'outcome'], registers });
   const durations = new Histogram({ name: 'leasehold_job_run_duration_seconds', help: 'Duration of runs, by job and outcome.', labelNames: ['job', 'outcome'], buckets: [...DURATION_BUCKETS], registers });
   const skips = new Counter({ name: 'leasehold_job_skips_total', help: 'Starts that did not happen, by job and reason (overrun, claimed, paused).', labelNames: ['job', 'reason'], registers });
   const missed = new Counter({ name: 'leasehold_job_missed_total', help: 'Ticks no instance ran, counted by the node that claimed the next tick.', labelNames: ['job'], registers });
   const lag = new Histogram({ name: 'leasehold_job_start_lag_seconds', help: 'Actual start minus scheduled tick of scheduled runs, by job.', labelNames: ['job'], buckets: [...LAG_BUCKETS], registers });
   const leaseLost = new Counter({ name: 'leasehold_lease_lost_total', help: 'Runs aborted because their lease was lost, by job.', labelNames: ['job'], registers });
-  const streak = new Gauge({ name: 'leasehold_job_failing_streak', help: 'Unsuccessful runs (failed, timedOut, lockLost) in a row on this node since its last success, by job.', labelNames: ['job'], registers });
+  const streak = new Gauge({ name: 'leasehold_job_failing_streak', help: 'Unsuccessful runs (failed, timedOut, lockLost, lost) in a row on this node since its last success, by job.', labelNames: ['job'], registers });
   const lastSuccess = new Gauge({ name: 'leasehold_job_last_success_timestamp_seconds', help: 'End of the last successful run on this node (epoch seconds; 0 before the first), by job.', labelNames: ['job'], registers });
   // Kept as numbers and turned into series at a scrape: a series held per job between scrapes
   // (its labels object, label hash and entry) was about 120 bytes a job (1.2 MB at 10,000 jobs).
@@ -119,9 +145,10 @@ export function createRunnerMetrics(core: MetricsCore, opts: { processMetrics?: 
     collect() {
       this.reset();
       for (const [job, ms] of intervals) this.set({ job }, ms / 1000);
+      forgetAfterScrape(this);
     },
   });
-  let deadlines: (() => Promise<readonly SuccessDeadline[]>) | undefined;
+  const deadlines = opts.successDeadlines;
   new Gauge({
     name: 'leasehold_job_success_deadline_timestamp_seconds',
     help: 'When a successful run of the job is due at the latest (epoch seconds): the third scheduled fire after its last success, registration, resume or schedule change, as /health judges it; alert on time() > this.',
@@ -130,16 +157,17 @@ export function createRunnerMetrics(core: MetricsCore, opts: { processMetrics?: 
     async collect() {
       this.reset();
       for (const d of deadlines ? await deadlines() : []) if (d.dueBy !== null) this.set({ job: d.jobId }, d.dueBy / 1000);
+      forgetAfterScrape(this);
     },
   });
   const clockSteps = new Counter({ name: 'leasehold_clock_steps_total', help: 'Steps of this node\'s wall clock (against its monotonic clock) of more than a second.', registers });
   const invalid = new Gauge({ name: 'leasehold_job_invalid_schedule', help: '1 while the job\'s schedule (as declared or overridden in the settings hash) is invalid, else 0, by job.', labelNames: ['job'], registers });
 
-  let executors: (() => Promise<readonly ExecutorGauges[]>) | undefined;
+  const executors = opts.executorFigures;
   // One read of the figures serves both gauges of a scrape.
   let figures: Promise<readonly ExecutorGauges[]> | undefined;
   const readFigures = (): Promise<readonly ExecutorGauges[]> => {
-    figures ??= (executors ? executors() : Promise.resolve([])).catch(() => []).finally(() => setImmediate(() => (figures = undefined)));
+    figures ??= (executors ? executors() : Promise.resolve([])).finally(() => setImmediate(() => (figures = undefined)));
     return figures;
   };
   new Gauge({
@@ -180,6 +208,24 @@ export function createRunnerMetrics(core: MetricsCore, opts: { processMetrics?: 
   });
   const taskDurations = new Histogram({ name: 'leasehold_task_duration_seconds', help: 'Duration of background task attempts on this node, by executor, task and outcome.', labelNames: ['executor', 'task', 'outcome'], buckets: [...DURATION_BUCKETS], registers });
 
+  const streams = opts.eventStreams;
+  new Gauge({
+    name: 'leasehold_events_clients',
+    help: 'Status-page event streams (GET /manage/events) open on this node.',
+    registers,
+    collect() {
+      this.set(streams?.().clients ?? 0);
+    },
+  });
+  countedTotals(registers, 'leasehold_events_clients_dropped_total', 'Status-page event-stream clients this node refused or dropped, by reason: maxClients (answered 503, the node served its cap) or slow (disconnected, it did not read).', 'reason', () => {
+    const f = streams?.() ?? { refused: 0, dropped: 0 };
+    return new Map([['maxClients', f.refused], ['slow', f.dropped]]);
+  });
+  unhandledCounter(registers, opts.unhandled);
+  countedTotals(registers, 'leasehold_auth_failures_total', 'Failed token attempts on this node\'s HTTP routes (a wrong admin, read or metrics token, or a wrong token at the sign-in), by route.', 'route', opts.authFailures);
+
+  countedTotals(registers, 'leasehold_stats_batches_dropped_total', 'Stats batches this node dropped, by job: Redis refused each at every try (a key of the job of the wrong type), so its runs are not counted in Redis.', 'job', opts.statsBatchesDropped);
+
   const known = new Set<string>();
   const addJob = (jobId: string, scope: 'instance' | 'installation'): void => {
     if (known.has(jobId)) return;
@@ -211,7 +257,8 @@ export function createRunnerMetrics(core: MetricsCore, opts: { processMetrics?: 
     core.on('runEnded', (e) => {
       if (e.willRetry) return; // a tick counts once, by its final attempt
       runs.inc({ job: e.jobId, outcome: e.outcome });
-      durations.observe({ job: e.jobId, outcome: e.outcome }, Math.max(0, e.durationMs) / 1000);
+      // A lost run's duration is not known (only when it was found): it is not observed.
+      if (e.outcome !== 'lost') durations.observe({ job: e.jobId, outcome: e.outcome }, Math.max(0, e.durationMs) / 1000);
       if (e.outcome === 'lockLost') leaseLost.inc({ job: e.jobId });
       if (e.outcome === 'succeeded') {
         streak.set({ job: e.jobId }, 0);
@@ -236,16 +283,10 @@ export function createRunnerMetrics(core: MetricsCore, opts: { processMetrics?: 
       series.duration.observe(Math.max(0, e.durationMs) / 1000);
     }),
   ];
-  const registry = opts.processMetrics === false ? own : Registry.merge([own, defaultMetrics()]);
+  const registry = opts.processMetrics === false ? own : Registry.merge([own, processMetrics()]);
   return {
     registry,
     addJob,
-    successDeadlines: (source) => {
-      deadlines = source;
-    },
-    executorFigures: (source) => {
-      executors = source;
-    },
     detach: () => offs.forEach((off) => off()),
   };
 }

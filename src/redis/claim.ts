@@ -39,14 +39,43 @@ export interface ClaimArgs {
   readonly countSkip: boolean;
   /** Instance id of the claimant. */
   readonly holder: string;
+  /** Length of the job's recent-runs list (where a lost run found by the claim is pushed). */
+  readonly runsCap: number;
   /** `manual` only: the operator's request id. */
   readonly request?: string;
 }
 
 /** One job's argument of `claim.lua`: a JSON object of the members its header names. */
 export function encodeClaimArgs(args: ClaimArgs): string {
-  const { tick, leaseMs, mode, nowGuardMs, countSkip, holder, request } = args;
-  return JSON.stringify(request === undefined ? { tick, leaseMs, mode, nowGuardMs, countSkip, holder } : { tick, leaseMs, mode, nowGuardMs, countSkip, holder, request });
+  const { tick, leaseMs, mode, nowGuardMs, countSkip, holder, runsCap, request } = args;
+  return JSON.stringify(request === undefined ? { tick, leaseMs, mode, nowGuardMs, countSkip, holder, runsCap } : { tick, leaseMs, mode, nowGuardMs, countSkip, holder, runsCap, request });
+}
+
+/**
+ * A run found lost by a claim: its lease expired while it ran and nobody recorded it (its node
+ * was killed, or froze past its lease). The claim that found it recorded it, once, with outcome
+ * `lost`. Times are epoch ms on Redis's clock.
+ */
+export interface LostRun {
+  /** The lost run's fencing token. */
+  readonly token: number;
+  /** The tick it ran for (for a run now, the moment asked). */
+  readonly tick: number;
+  /** When its claim was made. */
+  readonly startedAt: number;
+  /** When the claim that found it was made. */
+  readonly foundAt: number;
+  /** The node that ran it. */
+  readonly holder: string;
+  /** Whether it was an operator's run now. */
+  readonly manual: boolean;
+}
+
+/** Parses a running marker (`<token> <tick> <startedAt> <manual 0|1> <holder>`, see `claim.lua`); undefined for '' or another shape. */
+export function parseRunMarker(marker: string, foundAt: number): LostRun | undefined {
+  const m = /^(\d+) (-?\d+) (\d+) ([01]) (.*)$/s.exec(marker);
+  if (!m) return undefined;
+  return { token: Number(m[1]), tick: Number(m[2]), startedAt: Number(m[3]), foundAt, holder: m[5] ?? '', manual: m[4] === '1' };
 }
 
 /**
@@ -55,8 +84,11 @@ export function encodeClaimArgs(args: ClaimArgs): string {
  * release (the lease store), a lease the runner holds (the lease port).
  */
 export type ClaimResult<L> =
-  /** The lease is ours for this tick: `token` is its fencing token, `previousTick` the tick claimed before (null: none). */
-  | { readonly kind: 'claimed'; readonly lease: L; readonly token: number; readonly previousTick: number | null; readonly serverNowMs: number }
+  /**
+   * The lease is ours for this tick: `token` is its fencing token, `previousTick` the tick
+   * claimed before (null: none); `lost`, the run of an earlier claim this claim found lost and recorded.
+   */
+  | { readonly kind: 'claimed'; readonly lease: L; readonly token: number; readonly previousTick: number | null; readonly serverNowMs: number; readonly lost?: LostRun }
   /** This tick, or a later one, was claimed already (it runs or ran elsewhere): never run it. `counted` when the skip was recorded with it. */
   | { readonly kind: 'done'; readonly lastTick: number; readonly counted: boolean }
   /** Another run (of an earlier tick) holds the lease: `holder` is its instance id, `value` the whole lease value, `pttlMs` its time to live (-1: none). */

@@ -4,6 +4,8 @@
  * deadline, never leave it queued until Redis returns.
  * @module
  */
+import { tracked } from './problem.js';
+import { QUIT_WAIT_MS } from './close.js';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { systemClock, type Timers } from '../clock.js';
 import { ErrorCodes, LeaseholdError } from '../errors.js';
@@ -26,8 +28,15 @@ export const STATS_COMMAND_TIMEOUT_MS = 5000;
 /** Longest wait between two reconnection attempts, in ms. */
 export const MAX_RECONNECT_DELAY_MS = 2000;
 
-/** A connection to one Redis (possibly found through Sentinel) or to a Redis Cluster. */
+/**
+ * An ioredis client: a connection to one Redis (possibly found through Sentinel) or to a Redis
+ * Cluster. In the public API only where a runner adopts a client of the application's
+ * (`createRunner({ redis })`): it is duplicated for each of the runner's connections.
+ */
 export type RedisClient = Redis | Cluster;
+
+export { redisAddress, redisProblem } from './problem.js';
+export { closeRedis, QUIT_WAIT_MS } from './close.js';
 
 /** Options for {@link createRedis}. Exactly one of `url`, `target` and `client`. */
 export interface CreateRedisOptions {
@@ -41,25 +50,11 @@ export interface CreateRedisOptions {
   role: RedisRole;
   /** Per-command timeout in ms; defaults by role (none for `sub`). */
   commandTimeoutMs?: number;
-}
-
-/** Where a client connects, for messages: `host:port`, the Sentinel master's name, or the Cluster. */
-export function redisAddress(redis: RedisClient): string {
-  if (redis instanceof Cluster) return 'the Redis Cluster';
-  const o = redis.options;
-  if (o.sentinels && o.name) return `master "${o.name}"`;
-  return `${o.host ?? '127.0.0.1'}:${o.port ?? 6379}`;
-}
-
-/**
- * A failure of Redis said once, plainly: `Redis at <where> is unreachable` when the connection
- * is down (not ready, refused, reset, timed out, not resolved), else `Redis at <where> failed: <why>`.
- */
-export function redisProblem(redis: RedisClient, err: unknown): string {
-  const why = err instanceof Error ? err.message : String(err);
-  const down = redis.status !== 'ready' || /isn't writeable|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|Connection is closed|command timed out|not ready/i.test(why);
-  const where = redisAddress(redis);
-  return down ? `Redis at ${where} is unreachable` : `Redis at ${where} failed: ${why}`;
+  /**
+   * Told when a Redis Cluster's node could not be dialled at once (it is dialled again through
+   * the slot map); the Cluster reports nothing else of it.
+   */
+  onDialError?: (err: unknown) => void;
 }
 
 /** Reconnection delay after `times` failed attempts: doubling, capped. */
@@ -74,6 +69,9 @@ export function roleOptions(role: RedisRole, commandTimeoutMs?: number): RedisOp
     keyPrefix: '',
     lazyConnect: false,
     retryStrategy: reconnectDelay,
+    // A disconnect ends the socket, and destroys it after this long: a stalled server never
+    // answers the end, and the socket would hold the process (ioredis's default is 2 s).
+    disconnectTimeout: QUIT_WAIT_MS,
   };
   if (commandTimeoutMs !== undefined && !(Number.isFinite(commandTimeoutMs) && commandTimeoutMs > 0)) {
     throw new LeaseholdError(ErrorCodes.invalidConfig, `commandTimeoutMs must be a positive number of ms, got ${String(commandTimeoutMs)}`);
@@ -152,9 +150,10 @@ export function clusterRoleOptions(role: RedisRole, commandTimeoutMs: number | u
  * offline queue). Replicas are dialled too (ioredis marks their connections READONLY): when
  * one is promoted, its connection is ready for the job's next claim.
  */
-function dialNodes(cluster: Cluster): Cluster {
+function dialNodes(cluster: Cluster, onDialError: ((err: unknown) => void) | undefined): Cluster {
   const dial = (node: Redis): void => {
-    if (node.status === 'wait') node.connect().catch(() => undefined); // a failed dial is retried through the slot map
+    // A failed dial is retried through the slot map: it is only told.
+    if (node.status === 'wait') node.connect().catch((err: unknown) => onDialError?.(err));
   };
   for (const node of cluster.nodes('all')) dial(node);
   cluster.on('+node', dial);
@@ -182,7 +181,7 @@ export function sentinelRoleOptions(role: RedisRole, commandTimeoutMs: number | 
 
 function checkTarget(target: RedisTarget): RedisTarget {
   if ('sentinels' in target && !(typeof target.sentinelName === 'string' && /^[^\s]{1,128}$/.test(target.sentinelName))) {
-    throw new LeaseholdError(ErrorCodes.invalidConfig, 'Redis Sentinel needs the name of the master (REDIS_SENTINEL_NAME)');
+    throw new LeaseholdError(ErrorCodes.invalidRedisTarget, 'Redis Sentinel needs the name of the master (REDIS_SENTINEL_NAME)');
   }
   return target;
 }
@@ -197,40 +196,33 @@ function checkTarget(target: RedisTarget): RedisTarget {
 export function createRedis(opts: CreateRedisOptions & { target?: undefined; client?: Redis }): Redis;
 export function createRedis(opts: CreateRedisOptions): RedisClient;
 export function createRedis(opts: CreateRedisOptions): RedisClient {
+  return tracked(connect(opts));
+}
+
+function connect(opts: CreateRedisOptions): RedisClient {
   const given = [opts.url, opts.target, opts.client].filter((x) => x !== undefined).length;
   if (given > 1) {
-    throw new LeaseholdError(ErrorCodes.invalidConfig, 'give either a Redis url, a target or a client, not several');
+    throw new LeaseholdError(ErrorCodes.invalidRedisTarget, 'give either a Redis url, a target or a client, not several');
   }
   if (opts.client instanceof Cluster) {
-    return dialNodes(opts.client.duplicate(undefined, clusterRoleOptions(opts.role, opts.commandTimeoutMs, opts.client.options.redisOptions)));
+    return dialNodes(opts.client.duplicate(undefined, clusterRoleOptions(opts.role, opts.commandTimeoutMs, opts.client.options.redisOptions)), opts.onDialError);
   }
   if (opts.client !== undefined) return opts.client.duplicate(roleOptions(opts.role, opts.commandTimeoutMs));
   const target = opts.target ?? (opts.url === undefined ? undefined : { url: opts.url });
   if (target === undefined) {
-    throw new LeaseholdError(ErrorCodes.invalidConfig, 'a Redis url, target or client is required');
+    throw new LeaseholdError(ErrorCodes.invalidRedisTarget, 'a Redis url, target or client is required');
   }
   checkTarget(target);
   if ('url' in target) return new Redis({ ...targetOptions(target), ...roleOptions(opts.role, opts.commandTimeoutMs) });
   if ('clusterNodes' in target) {
     const list = parseNodeList(target.clusterNodes, 'REDIS_CLUSTER_NODES', 6379);
     if (list.options.db !== undefined) {
-      throw new LeaseholdError(ErrorCodes.invalidConfig, 'REDIS_CLUSTER_NODES: a Redis Cluster has only database 0');
+      throw new LeaseholdError(ErrorCodes.invalidRedisTarget, 'REDIS_CLUSTER_NODES: a Redis Cluster has only database 0');
     }
-    return dialNodes(new Cluster(list.nodes.map((n) => ({ host: n.host, port: n.port })), clusterRoleOptions(opts.role, opts.commandTimeoutMs, list.options)));
+    return dialNodes(new Cluster(list.nodes.map((n) => ({ host: n.host, port: n.port })), clusterRoleOptions(opts.role, opts.commandTimeoutMs, list.options)), opts.onDialError);
   }
   const list = parseNodeList(target.sentinels, 'REDIS_SENTINELS', 26379);
   return new Redis(sentinelRoleOptions(opts.role, opts.commandTimeoutMs, list, target.sentinelName));
-}
-
-/**
- * Closes a connection for good: QUIT when it is ready (so replies in flight arrive), then a
- * disconnect, which also closes what ioredis keeps beside it (a Sentinel client's
- * subscriptions to the Sentinels, which QUIT alone leaves open and which would keep the
- * process alive). Never throws.
- */
-export async function closeRedis(conn: RedisClient): Promise<void> {
-  if (conn.status === 'ready') await conn.quit().catch(() => undefined);
-  conn.disconnect();
 }
 
 /**

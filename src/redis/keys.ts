@@ -15,7 +15,7 @@ export interface Keys {
   readonly prefix: string;
   /** String: the job's lease; its value names holder, since, tick and token. */
   lease(jobId: string): string;
-  /** Hash: the job's claim state (`tick`, `fence`, `due`). */
+  /** Hash: the job's claim state (`tick`, `fence`, `due`, `run`). */
   state(jobId: string): string;
   /** Hash: the job's cluster-wide counters and last outcome. */
   stats(jobId: string): string;
@@ -23,8 +23,8 @@ export interface Keys {
   instanceStats(jobId: string): string;
   /** List: the job's recent runs. */
   runs(jobId: string): string;
-  /** Hash: stats writer id to the highest batch number applied. */
-  batches(jobId: string): string;
+  /** Hash: per stats writer, `<writer>.seq` its highest applied batch and `<writer>.renewedAt` when it last renewed the hash's expiry. */
+  writers(jobId: string): string;
   /** Hash: operator settings that override job definitions. */
   readonly settings: string;
   /** Set: the ids of every job any node has registered. */
@@ -33,6 +33,8 @@ export interface Keys {
   readonly instances: string;
   /** Hash: instance id to the digest of the jobs it runs (which live nodes rank alike). */
   readonly nodes: string;
+  /** Set with a TTL: the ids of the jobs of the nodes whose jobs have this digest. */
+  registered(digest: string): string;
   /** Hash with a TTL: one instance's heartbeat. */
   instance(id: string): string;
   /** Pub/sub channel: control messages between nodes. */
@@ -64,17 +66,18 @@ export interface KeyDescription {
  */
 export const KEY_TABLE: readonly KeyDescription[] = [
   { pattern: '<prefix>:{<jobId>}:lease', type: 'string', purpose: 'the installation lease: `<holder> since <time> tick <time> token <n>`, with a TTL' },
-  { pattern: '<prefix>:{<jobId>}:state', type: 'hash', purpose: 'claim state: `tick` last claimed tick (ms), `fence` fencing counter, `due` next fixedDelay start (ms), `manual`/`manualAt` the last run-now request and its time' },
+  { pattern: '<prefix>:{<jobId>}:state', type: 'hash', purpose: 'claim state: `tick` last claimed tick (ms), `fence` fencing counter, `due` next fixedDelay start (ms), `manual`/`manualAt` the last run-now request and its time, `run` the running marker of the last claim won (`<token> <tick> <startedAt> <manual> <holder>`, cleared when its run is released or recorded; a claim that finds it set with the lease expired records that run `lost`), `lost` the last 16 runs recorded that way, `<token>:<tick>` space-separated: a node that records one of them later (or a claim of that tick whose answer it never got) is refused, one record per run; `gaveUp.<instanceId>` a tick whose claim that node gave up waiting for and recorded failed: the claim, should Redis reach it only then, is answered done (removed by that node\'s next claim won)' },
   { pattern: '<prefix>:{<jobId>}:stats', type: 'hash', purpose: 'cluster-wide counters and last outcome of the job' },
   { pattern: '<prefix>:{<jobId>}:instances', type: 'hash', purpose: 'per-instance counters of the job, fields `<instanceId>.<field>`' },
-  { pattern: '<prefix>:{<jobId>}:runs', type: 'list', purpose: 'the job\'s most recent runs (50 unless `LEASEHOLD_RECENT_RUNS` says otherwise), newest first: JSON `{outcome, instance, scheduledAt, startedAt, durationMs, error, fencingToken, manual, attempt}`' },
-  { pattern: '<prefix>:{<jobId>}:batches', type: 'hash', purpose: 'stats writer `<instanceId>#<nonce>` -> `<seq>:<serverMs>`: its highest applied batch, so a retried batch counts once, and when it last renewed the hash\'s expiry (every 100 minutes or so); expires 7 days after the last batch' },
+  { pattern: '<prefix>:{<jobId>}:runs', type: 'list', purpose: 'the job\'s most recent runs (50 unless `LEASEHOLD_RECENT_RUNS` says otherwise), newest first: JSON `{outcome, instance, scheduledAt, startedAt, durationMs, error, fencingToken, manual, attempt}` (for a `lost` run, pushed by the claim that found it: `startedAt` is its claim\'s time and `durationMs` the time until it was found)' },
+  { pattern: '<prefix>:{<jobId>}:writers', type: 'hash', purpose: 'per stats writer `<instanceId>#<nonce>`: `<writer>.seq` its highest applied batch, so a retried batch counts once, and `<writer>.renewedAt` when it last renewed the hash\'s expiry (Redis time, ms; every 100 minutes or so); a writer not heard of for 7 days is dropped, and the hash expires 7 days after the last batch' },
   { pattern: '<prefix>:settings', type: 'hash', purpose: 'operator overrides: `<jobId>.paused`, `<jobId>.cron`, ...' },
   { pattern: '<prefix>:jobs', type: 'set', purpose: 'ids of every registered job (added at start, when a job is added, after a reconnection, and every minute by each node)' },
   { pattern: '<prefix>:instances', type: 'zset', purpose: 'instance ids scored by last seen (ms); members unseen for 60 s are dropped' },
   { pattern: '<prefix>:nodes', type: 'hash', purpose: 'instance id -> digest of the jobs it runs: the live nodes with the same digest rank each installation tick\'s claimers alike; a stopped node removes its field' },
+  { pattern: '<prefix>:registered:<digest>', type: 'set', purpose: 'the ids of the jobs of the nodes whose jobs have this digest (the value of their field in `<prefix>:nodes`): a job in no live node\'s set is `orphaned`; written with the job ids, expires 3 minutes after the last write' },
   { pattern: '<prefix>:instance:<id>', type: 'hash', purpose: 'one instance: `id`, `host`, `pid`, `version`, `startedAt`, `lastSeenAt`, `jobs`; TTL 15 s, refreshed every 5 s, so it expires when the node dies' },
-  { pattern: '<prefix>:control', type: 'channel', purpose: 'pub/sub channel: `{"type":"settings"}` after a settings change, `{"type":"run","jobId":...}` to run a job now (an instance job on every node, an installation job once), `{"type":"cancel","jobId":...}` to cancel the job\'s run in progress wherever it runs' },
+  { pattern: '<prefix>:control', type: 'channel', purpose: 'pub/sub channel: `{"type":"settings"}` after a settings change, `{"type":"run","jobId":...}` to run a job now (an instance job on every node, an installation job once), `{"type":"cancel","jobId":...}` to cancel the job\'s run in progress wherever it runs, `{"type":"left","instanceId":...}` from a node that stopped, so the others rank its ticks over the nodes left at once' },
   { pattern: '<prefix>:executors', type: 'hash', purpose: 'instance id -> JSON `{at, executors: [...]}`: the figures of its loop and worker executors, written every 5 s once it has used one; rows older than 15 s are ignored and removed, and a stopped node removes its own' },
   { pattern: '<prefix>:tasks:{<executor>}:*', type: 'hash', purpose: 'a queue executor\'s BullMQ queue (waiting, active, delayed, completed and failed tasks, their data and results), laid out by BullMQ; the hash tag keeps one queue in one Redis Cluster slot' },
 ];
@@ -108,11 +111,15 @@ export function keys(prefix: string = DEFAULT_PREFIX): Keys {
     stats: (jobId) => job(jobId, 'stats'),
     instanceStats: (jobId) => job(jobId, 'instances'),
     runs: (jobId) => job(jobId, 'runs'),
-    batches: (jobId) => job(jobId, 'batches'),
+    writers: (jobId) => job(jobId, 'writers'),
     settings: `${prefix}:settings`,
     jobs: `${prefix}:jobs`,
     instances: `${prefix}:instances`,
     nodes: `${prefix}:nodes`,
+    registered: (digest) => {
+      checkPart('digest', digest);
+      return `${prefix}:registered:${digest}`;
+    },
     instance: (id) => {
       checkPart('instance id', id);
       return `${prefix}:instance:${id}`;

@@ -1,15 +1,15 @@
 /**
  * The Lua scripts of `./scripts/`, each with one typed wrapper: claim, extend and release a
- * job's lease; record a job's stats batch; prune the rows of gone instances. Each script is
- * read once and registered with ioredis `defineCommand` once per connection (EVALSHA, falling
- * back to EVAL when Redis has forgotten the script). The wrappers check their arguments
- * before anything is sent and every reply before it is returned.
+ * job's lease; record a job's stats batch; prune the rows of gone instances. Each is read once
+ * and registered with ioredis `defineCommand` once per connection (EVALSHA, else EVAL). The
+ * wrappers check their arguments before anything is sent and every reply before returning it.
  * @module
  */
 import { readFileSync } from 'node:fs';
 import type { ChainableCommander } from 'ioredis';
-import { ErrorCodes, LeaseholdError } from '../errors.js';
-import { encodeClaimArgs, holderOf, type ClaimArgs, type ClaimResult } from './claim.js';
+import { ErrorCodes, LeaseholdError, leaseholdError } from '../errors.js';
+import { encodeClaimArgs, holderOf, parseRunMarker, type ClaimArgs, type ClaimResult } from './claim.js';
+import type { RecordOptions, RecordReply, RecordScriptArgs } from './record.js';
 import type { RedisClient } from './connection.js';
 import { isCluster, pipelined } from './pipeline.js';
 
@@ -18,7 +18,7 @@ import { isCluster, pipelined } from './pipeline.js';
  * take the number of keys as their first argument.
  */
 interface ScriptCommands {
-  /** 3 keys per job, then 1 argument per job (see `claim.lua`). */
+  /** 4 keys per job, then 1 argument per job (see `claim.lua`). */
   leaseholdClaim(numberOfKeys: number, ...keysThenArgs: string[]): Promise<unknown>;
   leaseholdExtend(lease: string, value: string, leaseMs: string): Promise<unknown>;
   /** 2 keys per job, then 2 arguments per job (see `release.lua`). */
@@ -28,7 +28,7 @@ interface ScriptCommands {
 
 /** The commands `defineCommand` adds to the connection's pipelines, as used there. */
 interface ScriptPipeline {
-  /** 4 keys per job, then runsCap, keepMs and 3 arguments per job (see `record.lua`). */
+  /** 5 keys per job, then runsCap, keepMs and 3 arguments per job (see `record.lua`). */
   leaseholdRecord(numberOfKeys: number, ...keysThenArgs: string[]): ChainableCommander;
 }
 
@@ -105,10 +105,18 @@ async function sendValid<J, R>(jobs: readonly J[], check: (job: J) => void, send
   return refused.map((err) => err ?? (replies[next++] as R | Error));
 }
 
+/** The job id in a per-job key's hash tag (`<prefix>:{<jobId>}:state`), or the key when it has none. */
+function jobOf(key: string): string {
+  const open = key.indexOf('{');
+  const close = key.indexOf('}', open + 1);
+  return open >= 0 && close > open ? key.slice(open + 1, close) : key;
+}
+
 /**
  * The reply of a script that serves many jobs, one answer per job in order: a job's
- * `{'error', message}` becomes its `redisError`, any other answer is `read`'s to check
- * (undefined: malformed). Throws when the reply is not one answer per job.
+ * `{'error', message}` becomes its `redisError`, its `{'corrupt', key, found, want}` (a key of
+ * the wrong type) its `corruptState`, any other answer is `read`'s to check (undefined:
+ * malformed). Throws when the reply is not one answer per job.
  */
 function perJob<R>(script: ScriptName, reply: unknown, jobs: number, read: (answer: unknown, job: number) => R | undefined): Array<R | LeaseholdError> {
   if (!Array.isArray(reply) || reply.length !== jobs) throw unexpected(script, reply);
@@ -116,33 +124,44 @@ function perJob<R>(script: ScriptName, reply: unknown, jobs: number, read: (answ
     if (Array.isArray(answer) && answer[0] === 'error') {
       return new LeaseholdError(ErrorCodes.redisError, `the ${script} script refused: ${String(answer[1])}`);
     }
+    if (Array.isArray(answer) && answer[0] === 'corrupt' && answer.every((part) => typeof part === 'string')) {
+      const [, key, found, want] = answer as string[];
+      return leaseholdError(ErrorCodes.corruptState, { key: key ?? '', found: found ?? '', want: want ?? '', job: jobOf(key ?? '') });
+    }
     return read(answer, job) ?? unexpected(script, answer);
   });
 }
 
 /** A 1 or 0 answer as true or false. */
-function flag(answer: unknown): boolean | undefined {
-  return answer === 1 ? true : answer === 0 ? false : undefined;
+const flag = (answer: unknown): boolean | undefined => (answer === 1 ? true : answer === 0 ? false : undefined);
+
+/** One job's answer of `record.lua`; undefined when malformed. */
+function recordReply(answer: unknown): RecordReply | undefined {
+  if (answer === 0) return { applied: false, streakBefore: null };
+  if (!Array.isArray(answer) || answer[0] !== 'applied' || !isInteger(answer[1])) return undefined;
+  return { applied: true, streakBefore: answer[1] >= 0 ? answer[1] : null };
 }
 
 /** One job of {@link claimScript}: its keys and its arguments. */
 export interface ClaimScriptArgs extends ClaimArgs {
   readonly leaseKey: string;
   readonly stateKey: string;
-  /** The job's stats hash, where a counted `done` answer adds the claimed skip. */
+  /** The job's stats hash, where a counted `done` answer adds the claimed skip (and a lost run counts). */
   readonly statsKey: string;
+  /** The job's recent runs, where a lost run is pushed. */
+  readonly runsKey: string;
 }
 
 /** One job's answer of `claim.lua` as a {@link ClaimResult}, the lease being its value; undefined when malformed. */
-function claimResult(answer: unknown, job: ClaimArgs): ClaimResult<string> | undefined {
+function claimResult(answer: unknown): ClaimResult<string> | undefined {
   if (!Array.isArray(answer)) return undefined;
-  const [kind, a, b, c, d] = answer as unknown[];
+  const [kind, a, b, c, d, e] = answer as unknown[];
   switch (kind) {
     case 'early':
       if (isInteger(a)) return { kind, serverNowMs: a };
       break;
     case 'done':
-      if (isInteger(a)) return { kind, lastTick: a, counted: job.countSkip };
+      if (isInteger(a) && (b === 0 || b === 1)) return { kind, lastTick: a, counted: b === 1 };
       break;
     case 'notDue':
       if (isInteger(a)) return { kind, dueMs: a };
@@ -151,7 +170,10 @@ function claimResult(answer: unknown, job: ClaimArgs): ClaimResult<string> | und
       if (typeof a === 'string' && isInteger(b)) return { kind, holder: holderOf(a), value: a, pttlMs: b };
       break;
     case 'claimed':
-      if (isInteger(a) && typeof b === 'string' && isInteger(c) && isInteger(d)) return { kind, lease: b, token: a, previousTick: c < 0 ? null : c, serverNowMs: d };
+      if (isInteger(a) && typeof b === 'string' && isInteger(c) && isInteger(d)) {
+        const lost = typeof e === 'string' ? parseRunMarker(e, d) : undefined;
+        return { kind, lease: b, token: a, previousTick: c < 0 ? null : c, serverNowMs: d, ...(lost ? { lost } : {}) };
+      }
       break;
     case 'paused':
       if (isInteger(a)) return { kind, previousTick: a < 0 ? null : a };
@@ -172,12 +194,13 @@ export async function claimScript(redis: RedisClient, jobs: readonly ClaimScript
     requireInteger('tick', j.tick, 0);
     requireInteger('leaseMs', j.leaseMs, 1);
     requireInteger('nowGuardMs', j.nowGuardMs, 0);
+    requireInteger('runsCap', j.runsCap, 1);
   }, async (valid) => {
     const args: string[] = [];
-    for (const j of valid) args.push(j.leaseKey, j.stateKey, j.statsKey);
+    for (const j of valid) args.push(j.leaseKey, j.stateKey, j.statsKey, j.runsKey);
     for (const j of valid) args.push(encodeClaimArgs(j));
-    const reply = await commands(redis).leaseholdClaim(3 * valid.length, ...args);
-    return perJob('claim', reply, valid.length, (answer, i) => claimResult(answer, valid[i] as ClaimScriptArgs));
+    const reply = await commands(redis).leaseholdClaim(4 * valid.length, ...args);
+    return perJob('claim', reply, valid.length, claimResult);
   });
 }
 
@@ -223,54 +246,16 @@ export async function releaseScript(redis: RedisClient, jobs: readonly ReleaseSc
   });
 }
 
-/** A stats batch as `record.lua` reads it; see the script's header for each member. */
-export interface RecordBatch {
-  init?: boolean;
-  /** ISO-8601; set once, when the job's stats hash is created. */
-  createdAt?: string;
-  define?: Record<string, string>;
-  incr?: Record<string, number>;
-  last?: Record<string, string>;
-  /** ISO-8601 end of the batch's newest successful run. */
-  successAt?: string;
-  fails?: number;
-  set?: Record<string, string>;
-  inst?: { id: string; incr?: Record<string, number>; last?: Record<string, string>; set?: Record<string, string> };
-  /** Recent-run JSON strings, oldest first. */
-  runs?: string[];
-}
-
-/** One job of {@link recordScript}. */
-export interface RecordScriptArgs {
-  statsKey: string;
-  instancesKey: string;
-  runsKey: string;
-  batchesKey: string;
-  /** The writer's id; sequence numbers are per writer. */
-  writer: string;
-  /** The batch's sequence number, >= 1, increasing per writer and job. */
-  seq: number;
-  batch: RecordBatch;
-}
-
-/** Settings of one {@link recordScript} call, the same for every job in it. */
-export interface RecordOptions {
-  /** Length of the recent-runs list. */
-  runsCap: number;
-  /** The batches hash expires this long (ms) after the job's last batch. */
-  keepMs: number;
-}
-
 /**
  * Run `record.lua` for several batches (of different jobs): on a single Redis in as few calls
  * as possible (up to {@link JOBS_PER_CALL} jobs each), on a Cluster one call per job (its keys
  * share a slot), pipelined. Each batch is applied atomically, on its own.
- * @returns per batch, in order: true when applied now, false when the writer had applied this
- *   sequence number before; or the error of that batch (a bad `seq` is `invalidConfig`, and
- *   is not sent), or of the call that carried it.
+ * @returns per batch, in order: whether it was applied now and the job's failing streak
+ *   before it; or its error with nothing written (`invalidConfig` for a bad `seq`,
+ *   `corruptState`, `redisError`), or the error of the call that carried it.
  * @throws LeaseholdError `invalidConfig` for bad options (nothing is sent).
  */
-export async function recordScript(redis: RedisClient, batches: readonly RecordScriptArgs[], options: RecordOptions): Promise<Array<boolean | Error>> {
+export async function recordScript(redis: RedisClient, batches: readonly RecordScriptArgs[], options: RecordOptions): Promise<Array<RecordReply | Error>> {
   requireInteger('runsCap', options.runsCap, 1);
   requireInteger('keepMs', options.keepMs, 1);
   return sendValid(batches, (b) => requireInteger('seq', b.seq, 1), async (valid) => {
@@ -283,17 +268,17 @@ export async function recordScript(redis: RedisClient, batches: readonly RecordS
       groups.map((group) => ({
         key: group[0]?.statsKey,
         queue: (p) => {
-          const keys = group.flatMap((a) => [a.statsKey, a.instancesKey, a.runsKey, a.batchesKey]);
+          const keys = group.flatMap((a) => [a.statsKey, a.instancesKey, a.runsKey, a.stateKey, a.writersKey]);
           const argv = group.flatMap((a) => [a.writer, String(a.seq), JSON.stringify(a.batch)]);
           (p as unknown as ScriptPipeline).leaseholdRecord(keys.length, ...keys, String(options.runsCap), String(options.keepMs), ...argv);
         },
       })),
     );
-    return groups.flatMap((group, g): Array<boolean | Error> => {
+    return groups.flatMap((group, g): Array<RecordReply | Error> => {
       const [err, reply] = replies[g] ?? [new Error('no reply'), undefined];
       if (err) return group.map(() => err);
       try {
-        return perJob('record', reply, group.length, flag);
+        return perJob('record', reply, group.length, recordReply);
       } catch (malformed) {
         return group.map(() => malformed as LeaseholdError);
       }

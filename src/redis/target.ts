@@ -50,7 +50,7 @@ export function redactUrl(url: string): string {
 
 function invalid(url: string, why: string): LeaseholdError {
   return new LeaseholdError(
-    ErrorCodes.invalidConfig,
+    ErrorCodes.invalidRedisTarget,
     `Redis url "${redactUrl(url)}" ${why}; expected redis://[user:password@]host[:port][/db] or rediss://...`,
   );
 }
@@ -63,7 +63,7 @@ function decode(url: string, part: string, what: string): string {
   }
 }
 
-/** Address, auth, database and TLS options for a URL target; throws `invalidConfig`. */
+/** Address, auth, database and TLS options for a URL target; throws `invalidRedisTarget`. */
 export function targetOptions(target: UrlTarget): RedisOptions {
   const { url } = target;
   let parsed: URL;
@@ -118,19 +118,19 @@ const HOST_PORT = /^(\[[0-9A-Fa-f:.]+\]|[^\s:/@[\]]+)(?::(\d{1,5}))?$/;
 
 /**
  * Reads a node list: `host[:port]` entries, or URLs `redis[s]://[user:password@]host[:port][/db]`.
- * URL entries that give a user, password, database or TLS must agree. Throws `invalidConfig`
+ * URL entries that give a user, password, database or TLS must agree. Throws `invalidRedisTarget`
  * naming `what` and the entry (its password hidden).
  */
 export function parseNodeList(entries: readonly string[], what: string, defaultPort: number): NodeList {
   if (entries.length === 0) {
-    throw new LeaseholdError(ErrorCodes.invalidConfig, `${what}: no node given; expected host:port,host:port`);
+    throw new LeaseholdError(ErrorCodes.invalidRedisTarget, `${what}: no node given; expected host:port,host:port`);
   }
   const nodes: NodeAddress[] = [];
   const options: RedisOptions = {};
   const agree = (entry: string, field: 'username' | 'password' | 'db', value: string | number | undefined): void => {
     if (value === undefined) return;
     if (options[field] !== undefined && options[field] !== value) {
-      throw new LeaseholdError(ErrorCodes.invalidConfig, `${what}: "${redactUrl(entry)}" gives another ${field === 'db' ? 'database' : field === 'username' ? 'user' : 'password'} than an earlier entry`);
+      throw new LeaseholdError(ErrorCodes.invalidRedisTarget, `${what}: "${redactUrl(entry)}" gives another ${field === 'db' ? 'database' : field === 'username' ? 'user' : 'password'} than an earlier entry`);
     }
     (options as Record<string, unknown>)[field] = value;
   };
@@ -147,7 +147,7 @@ export function parseNodeList(entries: readonly string[], what: string, defaultP
     const m = HOST_PORT.exec(entry);
     const port = m?.[2] === undefined ? defaultPort : Number(m[2]);
     if (!m || !(port >= 1 && port <= 65535)) {
-      throw new LeaseholdError(ErrorCodes.invalidConfig, `${what}: "${redactUrl(entry)}" is not host:port or a redis:// URL`);
+      throw new LeaseholdError(ErrorCodes.invalidRedisTarget, `${what}: "${redactUrl(entry)}" is not host:port or a redis:// URL`);
     }
     nodes.push({ host: (m[1] ?? '').replace(/^\[(.*)\]$/, '$1'), port });
   }

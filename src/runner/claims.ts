@@ -9,7 +9,8 @@
  */
 import { ErrorCodes, errorMessage, isLeaseholdError } from '../errors.js';
 import { sleep, type Timers } from '../clock.js';
-import type { ClaimMode, ClaimResult, Coordinator, HeldLease } from '../lease/port.js';
+import type { Logger } from '../logger.js';
+import type { ClaimMode, ClaimResult, Coordinator, HeldLease, LostRun } from '../lease/port.js';
 import type { EffectiveSchedule } from '../schedule/trigger.js';
 import type { Emitter, SkipReason } from './events.js';
 import { countMissedTicks } from './missed.js';
@@ -38,7 +39,10 @@ export class Claims {
   /** Waits for ticks whose claims went out ahead of them, one per tick. */
   private readonly tickWaits = new Map<number, Promise<void>>();
 
-  constructor(private readonly host: ClaimHost) {}
+  constructor(
+    private readonly host: ClaimHost,
+    private readonly log: Logger,
+  ) {}
 
   /**
    * Claims `tick` for the slot's job and starts the run when the claim is won; for a paused
@@ -78,13 +82,17 @@ export class Claims {
       else this.failed(slot, tick, mode === 'manual', err);
       return;
     }
+    // The claim found an earlier run lost (and recorded it): told here, for this node's metrics and log.
+    if (result.kind === 'claimed' && result.lost) this.lost(slot, result.lost);
     // A claim sent ahead of its tick: the run starts on the tick, never before it.
     if (result.kind === 'claimed') await this.untilTick(tick);
     slot.claiming = undefined;
     if (!host.isRunning || slot.removed) {
       // Stopping (or the job was removed): no run begins here, and the tick is handed back so
       // another node may still run it within its grace (the next claim counts it missed if none does).
-      if (result.kind === 'claimed') await result.lease.release(undefined, true).catch(() => false);
+      if (result.kind === 'claimed') {
+        await result.lease.release(undefined, true).catch((err: unknown) => this.log.debug({ jobId: slot.job.id, tick, error: errorMessage(err) }, 'handing back the tick of %s failed: its lease expires on its own', slot.job.id));
+      }
       // A skip the claim already counted in Redis is told all the same, so the node's own figures agree.
       else if (result.kind === 'done' && result.counted && !catchUp && !backup && mode !== 'pause' && mode !== 'manual') host.skip(slot, 'claimed', tick, host.now(), true);
       return;
@@ -117,6 +125,11 @@ export class Claims {
         if (mode !== 'manual') host.timetable.retryAt(slot, now + Math.max(1, tick - result.serverNowMs), tick, mode);
         return;
       case 'held':
+        // A run now that finds the job running is no skip: the run it asked for is going on.
+        if (mode === 'manual') {
+          this.log.info({ jobId: slot.job.id, holder: result.holder }, 'run now of "%s" not started: it is running (%s holds its lease)', slot.job.id, result.holder);
+          return;
+        }
         this.held(slot, eff, tick, mode, now);
         return;
     }
@@ -154,6 +167,30 @@ export class Claims {
     return wait;
   }
 
+  /** A run of the job found lost by this node's claim, already recorded by the claim: the event that says so. */
+  private lost(slot: Slot, run: LostRun): void {
+    const durationMs = Math.max(0, run.foundAt - run.startedAt);
+    this.host.emitter.emit('runEnded', {
+      jobId: slot.job.id,
+      runId: `lost-${run.token}`,
+      scope: slot.job.scope,
+      instanceId: run.holder,
+      scheduledAt: run.tick,
+      startedAt: run.startedAt,
+      lagMs: run.startedAt - run.tick,
+      fencingToken: run.token,
+      manual: run.manual,
+      attempt: 1,
+      willRetry: false,
+      outcome: 'lost',
+      endedAt: run.foundAt,
+      durationMs,
+      error: `no outcome was recorded: node ${run.holder} stopped or froze during the run and its lease expired (found by ${this.host.instanceId})`,
+      cause: undefined,
+      recorded: true,
+    });
+  }
+
   private failed(slot: Slot, tick: number, manual: boolean, err: unknown): void {
     const host = this.host;
     const now = host.now();
@@ -175,6 +212,9 @@ export class Claims {
       // The lease port's own errors say which Redis and which tick; others get the tick added.
       error: isLeaseholdError(err, ErrorCodes.redisError) ? err.message : `${errorMessage(err)}; ${manual ? `the run now of "${slot.job.id}"` : `tick ${new Date(tick).toISOString()} of "${slot.job.id}"`} not claimed`,
       cause: err,
+      // Redis may have granted a claim whose answer never came: the claim that finds its running
+      // marker records the tick lost, and this record then does not count (one per tick).
+      ...(isLeaseholdError(err, ErrorCodes.redisError) ? { leaseLost: true } : {}),
     });
     if (slot.effective?.trigger.kind === 'fixedDelay') host.timetable.tick(slot, now + slot.effective.trigger.intervalMs);
   }

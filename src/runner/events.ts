@@ -1,10 +1,11 @@
 /**
  * The runner's lifecycle events. Stats, metrics and logs are listeners of these; the
- * runner core knows nothing of them.
+ * scheduler knows nothing of them.
  * @module
  */
 import type { AbortReasonCode } from '../errors.js';
 import type { JobScope } from '../schedule/job.js';
+import type { ExecutorKind } from '../schedule/submit.js';
 
 /** How a run ended. */
 export const RunOutcomes = {
@@ -12,6 +13,11 @@ export const RunOutcomes = {
   failed: 'failed',
   timedOut: 'timedOut',
   lockLost: 'lockLost',
+  /**
+   * Its node died (killed, out of memory) or froze past its lease during the run, and no outcome
+   * was recorded: recorded once by the node whose claim of the job next found its lease expired.
+   */
+  lost: 'lost',
   interrupted: 'interrupted',
   cancelled: 'cancelled',
 } as const;
@@ -72,6 +78,19 @@ export interface RunEndedEvent extends RunStartedEvent {
    * that of its last attempt, and only that one is counted.
    */
   readonly willRetry: boolean;
+  /**
+   * True when a claim may have recorded this run `lost` already (installation jobs): its lease
+   * was lost while it ran or could not be released at its end, or its claim got no answer
+   * (Redis may have granted it). Its record counts only if no claim recorded the same run
+   * `lost` first: one record per fencing token, and per tick for an unanswered claim.
+   */
+  readonly leaseLost?: boolean;
+  /**
+   * True when the run is already recorded in the cluster's counters: a `lost` run, which the
+   * claim that found it recorded (the event is told on that node; its `instanceId` is the node
+   * that ran it).
+   */
+  readonly recorded?: boolean;
 }
 
 /** A start that did not happen. */
@@ -144,12 +163,20 @@ export interface ClockStepEvent {
   readonly replanned: boolean;
 }
 
+/** A problem that is not a run's outcome: a bad setting, an event-loop stall. */
+export interface WarningEvent {
+  /** The job it is about; undefined when it is about the node. */
+  readonly jobId: string | undefined;
+  /** What is wrong, for people. */
+  readonly message: string;
+}
+
 /** A background task ended (see `runner.submit`): on this node, once per attempt. */
 export interface TaskEndedEvent {
   /** The executor it ran on. */
   readonly executor: string;
-  /** The executor's kind: `loop`, `worker` or `queue`. */
-  readonly kind: string;
+  /** The executor's kind. */
+  readonly kind: ExecutorKind;
   /** The task's name (its definition's id). */
   readonly task: string;
   /** The submission's id. */
@@ -191,7 +218,7 @@ export interface RunnerEvents {
   /** A background task ended. */
   taskEnded: TaskEndedEvent;
   /** A problem that is not a run's outcome (a bad setting, an event-loop stall). */
-  warning: { readonly jobId: string | undefined; readonly message: string };
+  warning: WarningEvent;
 }
 
 /** A listener of one event. */

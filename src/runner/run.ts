@@ -3,7 +3,8 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import { waitAtMost, type Timers, type TimerHandle } from '../clock.js';
+import type { Timers, TimerHandle } from '../clock.js';
+import type { ActiveRun } from './end-runs.js';
 import type { Logger } from '../logger.js';
 import { ErrorCodes, LeaseholdError, type AbortReasonCode, errorMessage } from '../errors.js';
 import type { NormalizedJob } from '../schedule/job.js';
@@ -17,37 +18,6 @@ import type { SubmitTask } from '../schedule/submit.js';
 
 /** How long after an abort a handler that ignores its signal is reported with the abort's outcome. */
 const REPORT_AFTER_ABORT_MS = 1_000;
-
-/** How long after the shutdown grace aborted handlers get to settle, so their leases are released. */
-const AFTER_ABORT_MS = 1_000;
-
-/**
- * Ends the runs in progress at a stop (SPEC 3.6): waits up to the grace for them (and for the
- * claims in flight), then aborts the rest with reason `shutdown`, gives them a moment to settle
- * and release their leases, and reports those that ignore the abort as interrupted.
- */
-export async function endRuns(clock: Timers, runs: () => ActiveRun[], claims: () => Promise<void>, graceMs: number): Promise<void> {
-  const settled = (): Promise<unknown> => Promise.all([claims(), ...runs().map((r) => r.settled)]);
-  await waitAtMost(clock, settled(), graceMs);
-  if (runs().length === 0) return;
-  for (const run of runs()) run.abort(ErrorCodes.shutdown);
-  await waitAtMost(clock, settled(), AFTER_ABORT_MS);
-  for (const run of runs()) run.reportNow();
-}
-
-/** A run in progress. */
-export interface ActiveRun {
-  readonly runId: string;
-  readonly startedAt: number;
-  /** The abort reason, once aborted. */
-  readonly abortedReason: AbortReasonCode | undefined;
-  /** Resolves when the handler has settled and the lease is released. Never rejects. */
-  readonly settled: Promise<void>;
-  /** Aborts the run's signal (once); the outcome follows the reason. */
-  abort(reason: AbortReasonCode, detail?: string): void;
-  /** Reports the outcome now if not yet reported (shutdown gives up on a stuck handler). */
-  reportNow(): void;
-}
 
 /** What a run needs from the runner. */
 export interface RunParams {
@@ -98,6 +68,10 @@ class Run implements ActiveRun {
   private reported = false;
   private reportTimer: TimerHandle | undefined;
   private leaseLost = false;
+  /** The lease's release answered that it was ours: the run's record counts unconditionally. */
+  private released = false;
+  /** The tick's outcome once the handler has settled (reported after the lease's release). */
+  private final: { outcome: RunOutcome; error: string | undefined; cause: unknown; endedAt: number } | undefined;
   private readonly timeout: TimerHandle;
   private readonly watcher: LeaseWatchHandle | undefined;
   private log: Logger | undefined;
@@ -127,7 +101,7 @@ class Run implements ActiveRun {
 
   /** Aborts the run's signal (once); the outcome follows the reason. */
   abort(reason: AbortReasonCode, detail?: string): void {
-    if (this.abortedReason !== undefined || this.reported) return;
+    if (this.abortedReason !== undefined || this.reported || this.final) return;
     this.abortedReason = reason;
     // Once aborted the timeout has nothing left to do; a handler that ignores the abort must not
     // keep the process alive for the rest of it after a stop.
@@ -151,7 +125,9 @@ class Run implements ActiveRun {
 
   /** Reports the abort's outcome now if not yet reported (shutdown gives up on a stuck handler). */
   reportNow(): void {
-    if (this.abortedReason) this.report(OUTCOME_OF[this.abortedReason], this.abortError?.message, this.abortError);
+    const { final } = this;
+    if (final) this.report(final.outcome, final.error, final.cause, false, final.endedAt);
+    else if (this.abortedReason) this.report(OUTCOME_OF[this.abortedReason], this.abortError?.message, this.abortError);
   }
 
   timedOut(): void {
@@ -191,13 +167,17 @@ class Run implements ActiveRun {
     this.watcher?.check();
   }
 
-  /** Reports the tick's outcome (its last attempt's), once. */
-  private report(outcome: RunOutcome, error: string | undefined, cause: unknown, willRetry = false): void {
+  /**
+   * Reports the tick's outcome (its last attempt's), once. A leased run whose release did not
+   * answer "ours" (its lease was lost, Redis could not be reached, or the report comes before
+   * the release) is reported `leaseLost`: a claim may have recorded its token `lost` already.
+   */
+  private report(outcome: RunOutcome, error: string | undefined, cause: unknown, willRetry = false, endedAt = this.p.now()): void {
     if (this.reported) return;
     this.reported = !willRetry;
-    const endedAt = this.p.now();
     const durationMs = Math.max(0, endedAt - this.started.startedAt);
-    const ended = { ...this.started, outcome, endedAt, durationMs, error, cause, willRetry };
+    const unconfirmed = this.leaseLost || (this.p.lease !== undefined && !this.released);
+    const ended = { ...this.started, outcome, endedAt, durationMs, error, cause, willRetry, ...(unconfirmed ? { leaseLost: true } : {}) };
     this.p.emitter.emit('runEnded', ended);
     const { hook } = this;
     this.hook = undefined;
@@ -260,34 +240,47 @@ class Run implements ActiveRun {
       for (;;) {
         const failure = await this.attempt();
         if (this.abortedReason) {
-          this.report(OUTCOME_OF[this.abortedReason], this.abortError?.message, failure?.error ?? this.abortError);
+          this.settleWith(OUTCOME_OF[this.abortedReason], this.abortError?.message, failure?.error ?? this.abortError);
           break;
         }
         if (!failure) {
-          this.report('succeeded', undefined, undefined);
+          this.settleWith('succeeded', undefined, undefined);
           break;
         }
         const wait = this.retryDelay();
-        this.report('failed', errorMessage(failure.error), failure.error, wait !== undefined);
-        if (wait === undefined) break;
+        if (wait === undefined) {
+          this.settleWith('failed', errorMessage(failure.error), failure.error);
+          break;
+        }
+        this.report('failed', errorMessage(failure.error), failure.error, true);
         await this.backoff(wait);
         if (this.abortedReason) {
-          this.reportNow();
+          this.settleWith(OUTCOME_OF[this.abortedReason], this.abortError?.message, this.abortError);
           break;
         }
         this.nextAttempt();
       }
       p.clock.clearTimer(this.timeout);
-      if (this.reportTimer !== undefined) p.clock.clearTimer(this.reportTimer);
       this.watcher?.stop();
-      // A lost lease is never released: another node may hold it now.
+      // A lost lease is never released: another node may hold it now. The outcome is reported
+      // after the release, so the record knows whether a claim may have found the run lost.
       if (p.lease && !this.leaseLost) {
-        await p.lease.release(p.delayAfterMs).catch((err: unknown) => {
-          p.logger.warn({ err, jobId: p.job.id }, 'releasing the lease failed; it expires on its own');
+        this.released = await p.lease.release(p.delayAfterMs).catch((err: unknown) => {
+          // A key of the wrong type is the job's next claim's to say, once (it fails on it too).
+          const level = err instanceof LeaseholdError && err.code === ErrorCodes.corruptState ? 'debug' : 'warn';
+          p.logger[level]({ err, jobId: p.job.id }, 'releasing the lease failed; it expires on its own');
+          return false;
         });
       }
+      if (this.reportTimer !== undefined) p.clock.clearTimer(this.reportTimer);
+      this.reportNow();
     } catch (err) {
       p.logger.error({ err, jobId: p.job.id }, 'run bookkeeping failed');
     }
+  }
+
+  /** Keeps the tick's outcome, reported once the lease is released (or by `reportNow`). */
+  private settleWith(outcome: RunOutcome, error: string | undefined, cause: unknown): void {
+    this.final ??= { outcome, error, cause, endedAt: this.p.now() };
   }
 }

@@ -1,12 +1,14 @@
 /**
- * The runner core: the jobs of one node, their timetable, the fire policy (no overlap, no
- * burst, pause), runs as async calls with timeouts, installation claims through a
- * {@link Coordinator}, and a graceful stop. It emits lifecycle events; stats, metrics and
- * logs are listeners of those and the runner knows none of them.
+ * The scheduler: the internal core of a runner. It keeps the jobs of one node, their
+ * timetable, the fire policy (no overlap, no burst, pause), runs as async calls with timeouts,
+ * installation claims through a {@link Coordinator}, and a graceful stop. It emits lifecycle
+ * events; stats, metrics and logs are listeners of those and it knows none of them. Its ports
+ * (coordinator, settings, claim order, run hooks, task submission) are given at construction
+ * by the composition root, which wraps it, with the tasks and the status, in the public `Runner`.
  * @module
  */
-import { ErrorCodes, LeaseholdError } from '../errors.js';
-import { completeClock, type Clock, type Timers } from '../clock.js';
+import { ErrorCodes, LeaseholdError, leaseholdError } from '../errors.js';
+import { completeClock, type Timers } from '../clock.js';
 import type { Logger } from '../logger.js';
 import { localCoordinator } from '../lease/local.js';
 import type { ClaimMode, Coordinator, HeldLease } from '../lease/port.js';
@@ -14,7 +16,8 @@ import { normalizeJob } from '../schedule/job.js';
 import type { EffectiveSchedule, Trigger } from '../schedule/trigger.js';
 import { Claims, type ClaimHost } from './claims.js';
 import { Emitter, type Listener, type RunnerEvents, type SkipReason } from './events.js';
-import { endRuns, executeRun, type ActiveRun } from './run.js';
+import { executeRun } from './run.js';
+import { endRuns, type ActiveRun } from './end-runs.js';
 import { Slot, type SettingsSource } from './slot.js';
 import { view, type JobView } from './view.js';
 import { fireTick } from './fire.js';
@@ -23,49 +26,43 @@ import { StepDetector } from './steps.js';
 import { Timetable, type TimetableHost } from './timetable.js';
 import type { RunHooks } from './hooks.js';
 import type { SubmitTask } from '../schedule/submit.js';
+import { NO_EXECUTORS, NO_SETTINGS, type SchedulerOptions } from './ports.js';
 
 export type { SettingsSource } from './slot.js';
+export type { SchedulerOptions } from './ports.js';
 export { jobInfo, type JobInfo, type JobView } from './view.js';
 
-/** What the runner needs; `createRunner` fills in defaults. */
-export interface RunnerCoreOptions {
-  readonly instanceId: string;
-  readonly logger: Logger;
-  readonly shutdownGraceMs: number;
-  readonly clock?: Clock;
-  readonly coordinator?: Coordinator;
-  readonly settings?: SettingsSource;
-}
-
-/** The runner core. Create it with `createRunner`. */
-export class RunnerCore implements TimetableHost, ClaimHost {
+/** The scheduler of one node; see the module comment. `createRunner` builds it. */
+export class Scheduler implements TimetableHost, ClaimHost {
   readonly clock: Timers;
   readonly emitter: Emitter;
   readonly timetable: Timetable;
+  readonly coordinator: Coordinator;
+  /** Who claims installation ticks; see {@link ClaimOrder}. */
+  readonly order: ClaimOrder;
   private readonly claims: Claims;
   private readonly slots = new Map<string, Slot>();
   /** Removed jobs whose run is still going. */
   private readonly removing = new Set<Slot>();
   private readonly log: Logger;
   private readonly steps = new StepDetector();
-  private settings: SettingsSource;
-  /** Who claims installation ticks; see {@link ClaimOrder}. */
-  order: ClaimOrder = ALONE;
+  private readonly settings: SettingsSource;
+  private readonly hooks: RunHooks | undefined;
+  private readonly submit: SubmitTask;
   private status: 'idle' | 'running' | 'stopping' | 'stopped' = 'idle';
   private stopping: Promise<void> | undefined;
-  coordinator: Coordinator;
-  /** What runs around each run (the tracer). */ hooks: RunHooks | undefined;
-  /** How a run submits a background task (`ctx.submit`): the executors', set by `createRunner`. */
-  submit: SubmitTask = () => Promise.reject(new LeaseholdError(ErrorCodes.invalidTask, 'ctx.submit: this runner has no executors'));
 
-  constructor(private readonly opts: RunnerCoreOptions) {
+  constructor(private readonly opts: SchedulerOptions) {
     this.clock = completeClock(opts.clock);
     this.log = opts.logger;
     this.coordinator = opts.coordinator ?? localCoordinator(this.clock);
-    this.settings = opts.settings ?? { get: () => ({}) };
+    this.settings = opts.settings ?? NO_SETTINGS;
+    this.order = opts.claimOrder ?? ALONE;
+    this.hooks = opts.hooks;
+    this.submit = opts.submit ?? NO_EXECUTORS;
     this.emitter = new Emitter((err, event) => this.log.error({ err, event }, 'a listener of %s threw', event));
     this.timetable = new Timetable(this);
-    this.claims = new Claims(this);
+    this.claims = new Claims(this, this.log);
   }
 
   /** This node's id. */
@@ -83,16 +80,6 @@ export class RunnerCore implements TimetableHost, ClaimHost {
     return this.emitter.on(event, fn);
   }
 
-  /** Replaces the coordinator (before start). */
-  setCoordinator(c: Coordinator): void {
-    this.coordinator = c;
-  }
-
-  /** Replaces the settings source (before start). */
-  setSettings(s: SettingsSource): void {
-    this.settings = s;
-  }
-
   /** The current time on the shared clock (Redis time when coordinated). */
   now(): number {
     return this.coordinator.now ? this.coordinator.now() : this.clock.now();
@@ -108,7 +95,7 @@ export class RunnerCore implements TimetableHost, ClaimHost {
     }
     const job = normalizeJob(definition);
     if (this.slots.has(job.id)) {
-      throw new LeaseholdError(ErrorCodes.duplicateJob, `job ${JSON.stringify(job.id)}: field "id": another job has the same id`);
+      throw leaseholdError(ErrorCodes.duplicateJob, { job: JSON.stringify(job.id) });
     }
     const slot = new Slot(job);
     this.slots.set(job.id, slot);
@@ -269,11 +256,6 @@ export class RunnerCore implements TimetableHost, ClaimHost {
   begin(slot: Slot, eff: EffectiveSchedule, tick: number, mode: ClaimMode, request?: string, backup = false): void {
     if (slot.job.scope === 'instance') this.startRun(slot, eff, tick, mode === 'manual', undefined);
     else this.claims.claim(slot, eff, tick, mode, request, backup);
-  }
-
-  /** Sets who claims installation ticks (before start); without it this node claims every one. */
-  setClaimOrder(order: ClaimOrder): void {
-    this.order = order;
   }
 
   startRun(slot: Slot, eff: EffectiveSchedule, tick: number, manual: boolean, lease: HeldLease | undefined): void {

@@ -6,10 +6,11 @@
  */
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { isEnvSetting, type NormalizedJob } from '../schedule/job.js';
+import type { NormalizedJob } from '../schedule/job.js';
+import { readDeclaration, readsEnvironment, type DeclaredSchedule, type Environment } from '../schedule/setting.js';
 import { resolveSchedule, type EffectiveSchedule, type JobOverrides } from '../schedule/trigger.js';
 import type { Emitter, JobState } from './events.js';
-import type { ActiveRun } from './run.js';
+import type { ActiveRun } from './end-runs.js';
 
 /**
  * Where the runner reads per-job overrides (the settings hash, through the status layer).
@@ -18,7 +19,12 @@ import type { ActiveRun } from './run.js';
  */
 export interface SettingsSource {
   get(jobId: string): JobOverrides;
+  /** The environment that `fromEnv` schedule values are read from at every fire. Default: the process's. */
+  readonly env?: Environment;
 }
+
+/** The environment of a settings source that names none. */
+const PROCESS_ENV: Environment = process.env;
 
 /** One job in the runner: its definition, its schedule as it applies now, and what it is doing. */
 export class Slot {
@@ -47,15 +53,20 @@ export class Slot {
   removed = false;
   /** The overrides the schedule was last resolved with. */
   private overrides: JobOverrides | undefined;
-  /** Warnings given once each. */
   /** Warnings given once; created with the first (most jobs never warn). */
   private warned: Set<string> | undefined;
   /** Whether the declared schedule reads the environment (then it is resolved at every fire). */
   private readonly readsEnv: boolean;
+  /** The environment of the last resolve. */
+  private env: Environment = PROCESS_ENV;
 
   constructor(readonly job: NormalizedJob) {
-    const s = job.schedule;
-    this.readsEnv = isEnvSetting(s.value) || (s.kind === 'cron' && isEnvSetting(s.zone));
+    this.readsEnv = readsEnvironment(job.schedule);
+  }
+
+  /** The declared schedule with its environment settings read now (what the status describes of an invalid one). */
+  get declared(): DeclaredSchedule {
+    return readDeclaration(this.job.schedule, this.env);
   }
 
   /** The job's state as the runner sees it. */
@@ -71,6 +82,7 @@ export class Slot {
   /** Applies the job's current settings; emits state changes and warnings. */
   resolve(settings: SettingsSource, emitter: Emitter, log: Logger, now: number): void {
     const id = this.job.id;
+    this.env = settings.env ?? PROCESS_ENV;
     const overrides = readOverrides(settings, id, log);
     // The same overrides object and no environment setting: nothing can have changed.
     if (overrides === this.overrides && !this.readsEnv && this.effective !== undefined && this.invalidCause === undefined) return;
@@ -86,7 +98,7 @@ export class Slot {
     }
     try {
       const anchor = this.job.scope === 'installation' ? 0 : this.anchor;
-      this.effective = resolveSchedule(this.job, overrides, anchor, this.effective?.trigger);
+      this.effective = resolveSchedule(this.job, readDeclaration(this.job.schedule, this.env), overrides, anchor, this.effective?.trigger);
       this.invalidCause = undefined;
       for (const w of this.effective.warnings) this.warnOnce(emitter, `settings: ${w}`);
     } catch (err) {

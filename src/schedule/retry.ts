@@ -4,13 +4,14 @@
  * @module
  */
 import { ErrorCodes, LeaseholdError } from '../errors.js';
-import { describe, parseDuration, type Duration } from './duration.js';
+import { describe, readDuration, type Duration } from './duration.js';
 
 /**
  * How a failed run is retried on the same tick (under the same lease for an installation
  * job), never past the job's next tick or its timeout.
+ * @typeParam D - The type of a duration: a {@link Duration}, or any string where a plain object's was widened.
  */
-export interface RetryOptions {
+export interface RetryOptions<D extends string | number = Duration> {
   /** Attempts in all, the first included (2 or more to retry at all; at most 100). */
   readonly attempts: number;
   /**
@@ -19,7 +20,7 @@ export interface RetryOptions {
    * drawn between half and all of `initial × factor^(attempt − 1)`, capped at `max`.
    * Default `1s`.
    */
-  readonly backoff?: Duration | { readonly initial: Duration; readonly max?: Duration; readonly factor?: number };
+  readonly backoff?: D | { readonly initial: D; readonly max?: D; readonly factor?: number };
 }
 
 /** A checked {@link RetryOptions}, in milliseconds. */
@@ -51,7 +52,7 @@ export function parseRetry(value: unknown): RetryPolicy {
   }
   if (backoff === undefined) return { attempts, initialMs: DEFAULT_BACKOFF_MS, maxMs: DEFAULT_BACKOFF_MS, factor: 1, jitter: false };
   if (typeof backoff === 'number' || typeof backoff === 'string') {
-    const ms = parseDuration(backoff, 'backoff', true);
+    const ms = readDuration(backoff, 'backoff', true);
     return { attempts, initialMs: ms, maxMs: ms, factor: 1, jitter: false };
   }
   if (typeof backoff !== 'object' || backoff === null || Array.isArray(backoff)) {
@@ -60,8 +61,8 @@ export function parseRetry(value: unknown): RetryPolicy {
   const { initial, max, factor, ...more } = backoff as Record<string, unknown>;
   const extra = Object.keys(more);
   if (extra.length > 0) throw new LeaseholdError(ErrorCodes.invalidJob, `backoff: unknown field ${JSON.stringify(extra[0])} (known: initial, max, factor)`);
-  const initialMs = parseDuration(initial, 'backoff.initial');
-  const maxMs = max === undefined ? Math.max(initialMs, DEFAULT_MAX_MS) : parseDuration(max, 'backoff.max');
+  const initialMs = readDuration(initial, 'backoff.initial');
+  const maxMs = max === undefined ? Math.max(initialMs, DEFAULT_MAX_MS) : readDuration(max, 'backoff.max');
   if (maxMs < initialMs) throw new LeaseholdError(ErrorCodes.invalidJob, `backoff.max (${describe(max)}) must not be less than backoff.initial (${describe(initial)})`);
   const f = factor ?? 2;
   if (typeof f !== 'number' || !Number.isFinite(f) || f < 1 || f > 100) {

@@ -1,9 +1,23 @@
 /**
  * What submitting a background task takes and gives, shared by `runner.submit` and a run's
- * `ctx.submit` (the executors themselves are the tasks layer's).
+ * `ctx.submit`, and where code runs (the executors themselves are the tasks layer's).
  * @module
  */
 import type { Duration } from './duration.js';
+
+/**
+ * Where code runs: the kinds of executor a task runs on, and (`loop` or `worker`, see
+ * {@link JobThread}) where a scheduled job's handler runs.
+ */
+export const ExecutorKinds = { loop: 'loop', worker: 'worker', queue: 'queue' } as const;
+/** `loop` (the event loop), `worker` (worker threads) or `queue` (a durable BullMQ queue). */
+export type ExecutorKind = (typeof ExecutorKinds)[keyof typeof ExecutorKinds];
+/**
+ * Where a scheduled job's handler runs: `loop` (the event loop) or `worker` (a worker thread),
+ * the places of the executor kinds of the same names. Never `queue`: a job's ticks are its
+ * schedule's.
+ */
+export type JobThread = Exclude<ExecutorKind, 'queue'>;
 
 /** Options of a submission (`runner.submit(task, payload, options)`). */
 export interface SubmitOptions {

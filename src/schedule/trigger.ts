@@ -1,12 +1,13 @@
 /**
- * Triggers: a job's effective schedule (declaration, environment and settings overrides
- * applied) as a function from one moment to its next tick.
+ * Triggers: a job's effective schedule (its declaration, read in the environment the runner
+ * hands in, with settings overrides applied) as a function from one moment to its next tick.
  * @module
  */
 import { ErrorCodes, LeaseholdError } from '../errors.js';
 import { parseCron, remember, validateZone } from '../cron/index.js';
-import { parseDuration, formatDuration } from './duration.js';
-import { readSetting, type NormalizedJob } from './job.js';
+import { readDuration, formatDuration } from './duration.js';
+import type { NormalizedJob } from './job.js';
+import type { DeclaredSchedule } from './setting.js';
 
 /** What a trigger computes. All times are epoch milliseconds. */
 export interface Trigger {
@@ -73,7 +74,7 @@ const REMEMBERED = 4;
  * no tick lies between. The jobs due at one instant then ask croner once, not once each, and
  * so does the status's "third fire since the last success" of many jobs (three answers in a
  * row, each job from its own last success).
- * Kept because without it 10,000 jobs on one cron cost 1,000 times as much per tick (measured).
+ * Without it, a tick of 10,000 jobs on one cron asks croner 10,000 times (docs/benchmarks.md).
  */
 function memoNext(cron: ReturnType<typeof parseCron>): (after: number) => number | null {
   const known: Array<{ from: number; found: number | null }> = [];
@@ -121,49 +122,49 @@ function estimateInterval(next: (after: number) => number | null): number {
 }
 
 /**
- * Applies settings overrides and environment settings to a job's declared schedule.
+ * Applies settings overrides to a job's declared schedule.
  *
+ * @param declared - the job's declared schedule with its environment settings read (`readDeclaration`).
  * @param anchorMs - the fixedRate grid's anchor for this node.
  * @param previous - the last trigger built for this job; reused when nothing changed.
  * @throws LeaseholdError when the schedule itself is invalid (the job is then `invalidSchedule`).
  */
 export function resolveSchedule(
   job: NormalizedJob,
+  declared: DeclaredSchedule,
   overrides: JobOverrides,
   anchorMs: number,
   previous?: Trigger,
-  env: NodeJS.ProcessEnv = process.env,
 ): EffectiveSchedule {
   const set = (['cron', 'fixedRate', 'fixedDelay'] as const).filter((k) => overrides[k] !== undefined && overrides[k] !== '');
   if (set.length > 1) {
     throw new LeaseholdError(ErrorCodes.invalidJob, `settings give two schedules (${set.map((k) => `${job.id}.${k}`).join(' and ')}); keep one`);
   }
-  const kind = set[0] ?? job.schedule.kind;
+  const kind = set[0] ?? declared.kind;
   let trigger: Trigger;
   if (kind === 'cron') {
-    const declared = job.schedule.kind === 'cron' ? job.schedule : undefined;
-    const expr = overrides.cron || (declared ? String(readSetting(declared.value, env)) : '');
-    const zoneValue = overrides.zone || (declared?.zone === undefined ? 'UTC' : String(readSetting(declared.zone, env)));
+    const cron = declared.kind === 'cron' ? declared : undefined;
+    const expr = overrides.cron || (cron ? cron.value : '');
+    const zoneValue = overrides.zone || (cron?.zone === undefined ? 'UTC' : cron.zone);
     const key = `cron ${expr} ${zoneValue}`;
     trigger = previous?.key === key ? previous : cronTrigger(expr, zoneValue, key);
   } else {
-    const declared = job.schedule.kind === kind ? job.schedule.value : undefined;
-    const raw = overrides[kind] || (declared === undefined ? '' : readSetting(declared, env));
-    const ms = parseDuration(raw, `${kind} of job "${job.id}"`);
+    const raw = overrides[kind] || (declared.kind === kind ? declared.value : '');
+    const ms = readDuration(raw, `${kind} of job "${job.id}"`);
     // Resolved at every fire: reuse the previous trigger unless the schedule changed.
     const key = kind === 'fixedRate' ? `fixedRate ${ms} ${anchorMs}` : `fixedDelay ${ms}`;
     trigger = previous?.key === key ? previous : kind === 'fixedRate' ? fixedRateTrigger(ms, anchorMs) : fixedDelayTrigger(ms);
   }
 
   let warnings: string[] | undefined;
-  const limit = (field: 'timeout' | 'lease', declared: number | undefined): number | undefined => {
+  const limit = (field: 'timeout' | 'lease', defined: number | undefined): number | undefined => {
     const raw = overrides[field];
-    if (raw === undefined || raw === '') return declared;
+    if (raw === undefined || raw === '') return defined;
     try {
-      return parseDuration(raw, `${job.id}.${field}`);
+      return readDuration(raw, `${job.id}.${field}`);
     } catch (err) {
-      (warnings ??= []).push(`${(err as Error).message}; keeping ${declared === undefined ? 'the default' : formatDuration(declared)}`);
-      return declared;
+      (warnings ??= []).push(`${(err as Error).message}; keeping ${defined === undefined ? 'the default' : formatDuration(defined)}`);
+      return defined;
     }
   };
   const timeoutMs = limit('timeout', job.timeoutMs) ?? defaultTimeout(trigger);

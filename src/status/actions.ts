@@ -8,22 +8,32 @@
 import { redisProblem, type RedisClient } from '../redis/connection.js';
 import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
 import { withDeadline } from '../clock.js';
-import type { RunnerCore } from '../runner/runner.js';
+import type { Scheduler } from '../runner/runner.js';
 import type { Keys } from '../redis/keys.js';
 import type { ActionResult, HealthReason, HealthReport, ManageApi } from './api.js';
 import { publishControl } from './control.js';
 import { randomUUID } from 'node:crypto';
 import { forgetJob } from './forget.js';
 import { readCluster, readJob } from './read.js';
-import type { RedisSettings } from './settings.js';
+import { corruptSettings, isWrongType, type RedisSettings } from './settings.js';
 import { SnapshotCache } from './snapshot.js';
+import { parseLease } from './build.js';
+import type { LeaseStatus } from './model.js';
+import { JobSnapshots } from './job-snapshots.js';
+import { checkUnpaged, pageOf } from './page.js';
 
 /** How long `GET /health` waits for Redis to answer PING, in ms. */
 const HEALTH_PING_TIMEOUT_MS = 1_000;
 
+/**
+ * What the API asks of this node's scheduler: whether a job is here, and running it here. A
+ * process that is no node answers that no job is here, so every action goes through Redis.
+ */
+export type ManageScheduler = Pick<Scheduler, 'instanceId' | 'clock' | 'job' | 'jobs' | 'runNow'>;
+
 /** What {@link createManageApi} needs. */
 export interface ManageApiDeps {
-  readonly core: RunnerCore;
+  readonly core: ManageScheduler;
   /** A `stats` connection. */
   readonly redis: RedisClient;
   readonly keys: Keys;
@@ -53,13 +63,41 @@ function problem(statusCode: number, message: string): ActionResult {
   return result(statusCode, { statusCode, error, message });
 }
 
+/** 409 for a run now of a job whose run holds its lease: the body names that run. */
+function isRunning(id: string, lease: LeaseStatus): ActionResult {
+  const since = lease.since === null ? '' : ` since ${lease.since}`;
+  return result(409, {
+    statusCode: 409,
+    error: 'Conflict',
+    message: `job ${JSON.stringify(id)} is running on ${lease.holder}${since}: it was not started again`,
+    jobId: id,
+    running: { instanceId: lease.holder, since: lease.since, fencingToken: lease.fencingToken },
+  });
+}
+
 /** Builds the routes' API for one runner. */
 export function createManageApi(d: ManageApiDeps): ManageApi {
   const { core, redis, keys } = d;
   const opts = { failingStreak: d.failingStreak };
   const scopes = new Map<string, string>();
   const snapshot = new SnapshotCache(() => readCluster(redis, keys, { ...opts, scopes }), d.onReadError, core.clock);
+  const jobs = new JobSnapshots({
+    read: (id) => readJob(redis, keys, id, opts),
+    local: (id) => core.job(id) !== undefined,
+    cluster: async () => (await snapshot.get()).value,
+    onBackgroundError: d.onReadError,
+    clock: core.clock,
+  });
+  const invalidate = (id: string): void => {
+    snapshot.invalidate();
+    jobs.invalidate(id);
+  };
   const ping = (): Promise<unknown> => withDeadline(core.clock, redis.ping(), HEALTH_PING_TIMEOUT_MS, () => new Error(`PING got no answer within ${HEALTH_PING_TIMEOUT_MS} ms`));
+
+  const runningRun = async (id: string): Promise<LeaseStatus | undefined> => {
+    const [value, pttl] = await redisCall(Promise.all([redis.get(keys.lease(id)), redis.pttl(keys.lease(id))]));
+    return value === null ? undefined : parseLease(value, pttl);
+  };
 
   const known = async (id: string): Promise<{ registered: boolean; scope: string | null }> => {
     const [registered, scope] = await redisCall(Promise.all([redis.sismember(keys.jobs, id), redis.hget(keys.stats(id), 'scope')]));
@@ -68,24 +106,35 @@ export function createManageApi(d: ManageApiDeps): ManageApi {
 
   const setPaused = async (id: string, paused: boolean): Promise<ActionResult> => {
     if (!core.job(id) && !(await known(id)).registered) return problem(404, `unknown job ${JSON.stringify(id)}`);
-    await redisCall(redis.hset(keys.settings, `${id}.paused`, String(paused)));
+    try {
+      await redis.hset(keys.settings, `${id}.paused`, String(paused));
+    } catch (err) {
+      // A value of another type at the settings key is said as it is, not as Redis being down.
+      if (!isWrongType(err)) throw new LeaseholdError(ErrorCodes.redisError, `Redis failed: ${errorMessage(err)}`, { cause: err });
+      throw await redisCall(corruptSettings(redis, keys.settings));
+    }
     const notified = await redisCall(publishControl(redis, keys.control, { type: 'settings', jobId: id }));
     await d.settings.load();
-    snapshot.invalidate();
+    invalidate(id);
     return result(200, { jobId: id, paused, notified });
   };
 
   return {
     cluster: async () => (await snapshot.get()).value,
-    clusterJson: async () => (await snapshot.get()).json,
-    job: (id) => readJob(redis, keys, id, opts),
+    async clusterJson() {
+      const { value, json } = await snapshot.get();
+      checkUnpaged(value.jobs.length);
+      return json;
+    },
+    jobsPage: async (query) => pageOf((await snapshot.get()).value, query),
+    job: (id) => jobs.get(id),
 
     async ready(): Promise<HealthReport> {
       try {
         await ping();
         return { status: 'ok', reasons: [] };
       } catch (err) {
-        return { status: 'unavailable', reasons: [{ check: 'redis', message: `${redisProblem(redis, err)} (${errorMessage(err)})` }] };
+        return { status: 'unavailable', reasons: [{ check: 'redis', message: redisProblem(redis, err) }] };
       }
     },
 
@@ -94,13 +143,14 @@ export function createManageApi(d: ManageApiDeps): ManageApi {
       try {
         await ping();
         const { value: status } = await snapshot.get();
+        for (const p of status.problems) reasons.push({ check: 'settings', code: p.code, key: p.key, message: p.message });
         for (const j of status.jobs) {
           if (j.active && (j.state === 'degraded' || j.state === 'invalidSchedule')) {
             reasons.push({ check: 'job', jobId: j.id, state: j.state, reasons: j.degradedReasons });
           }
         }
       } catch (err) {
-        reasons.push({ check: 'redis', message: `${redisProblem(redis, err)} (${errorMessage(err)})` });
+        reasons.push({ check: 'redis', message: redisProblem(redis, err) });
         // This node's own view still tells which of its jobs have a bad schedule.
         for (const v of core.jobs()) {
           if (v.state === 'invalidSchedule') reasons.push({ check: 'job', jobId: v.job.id, state: v.state, reasons: [`invalid schedule: ${v.invalidCause ?? ''}`] });
@@ -114,6 +164,9 @@ export function createManageApi(d: ManageApiDeps): ManageApi {
       const { registered, scope } = local ? { registered: true, scope: local.job.scope } : await known(id);
       if (!registered) return problem(404, `unknown job ${JSON.stringify(id)}`);
       if (scope === 'installation') {
+        // A run of it holds its lease: the run asked for is going on (no claim, so no skip anywhere).
+        const running = await runningRun(id);
+        if (running) return isRunning(id, running);
         const requestId = randomUUID();
         if (!local) {
           // Every node that has the job tries; its manual claim runs it once cluster-wide.
@@ -137,14 +190,14 @@ export function createManageApi(d: ManageApiDeps): ManageApi {
       if (!core.job(id) && !(await known(id)).registered) return problem(404, `unknown job ${JSON.stringify(id)}`);
       const nodes = await redisCall(d.cancelEverywhere(id));
       if (nodes.length === 0) return problem(409, `job ${JSON.stringify(id)} has no run in progress`);
-      snapshot.invalidate();
+      invalidate(id);
       return result(200, { jobId: id, cancelled: true, instances: nodes });
     },
 
     async forget(id) {
       if (core.job(id)) return problem(409, `job ${JSON.stringify(id)} is registered on this node (${core.instanceId}); remove it from the code of every node first`);
       const r = await forgetJob(redis, keys, id);
-      snapshot.invalidate();
+      invalidate(id);
       if (r.kind === 'unknown') return problem(404, `unknown job ${JSON.stringify(id)}`);
       if (r.kind === 'live') return problem(409, `job ${JSON.stringify(id)} is registered by a live node (last written ${r.seenAt}); remove it from the code of every node first`);
       return result(200, { jobId: id, forgotten: true, keys: r.keys });

@@ -3,8 +3,8 @@
  * bounded batch, and turned into what `record.lua` applies. Pure: no I/O.
  * @module
  */
-import type { RunEndedEvent, SkippedEvent } from '../runner/events.js';
-import type { RecordBatch } from '../redis/scripts.js';
+import type { RunEndedEvent, RunOutcome, SkippedEvent } from '../runner/events.js';
+import type { LeaseLostRun, RecordBatch } from '../redis/record.js';
 
 /** Longest `lastError` (and run error) kept, in characters. */
 const MAX_ERROR_LENGTH = 1_000;
@@ -12,7 +12,7 @@ const MAX_ERROR_LENGTH = 1_000;
 /** One entry of the recent-runs list (`<prefix>:{<jobId>}:runs`), as stored (JSON). */
 export interface RecentRun {
   /** How the run ended. */
-  readonly outcome: string;
+  readonly outcome: RunOutcome;
   /** The node that ran it. */
   readonly instance: string;
   /** ISO-8601. */
@@ -45,6 +45,49 @@ function add(counters: Record<string, number>, field: string, n = 1): void {
   counters[field] = (counters[field] ?? 0) + n;
 }
 
+/**
+ * The start or the end of an installation job's failing streak, decided on the cluster's
+ * streak (the stats hash's) by the node whose stats write saw it: logged once for the
+ * installation.
+ */
+export type StreakChange =
+  | { readonly kind: 'failed'; readonly run: RunEndedEvent }
+  | { readonly kind: 'recovered'; readonly run: RunEndedEvent; readonly failedRuns: number };
+
+/**
+ * What a batch's runs do to the failing streak, in order, kept bounded: the first unsuccessful
+ * run before any success, how many came before the first success, that success, and the first
+ * unsuccessful run after the last success.
+ */
+export class StreakRuns {
+  private firstFailure: RunEndedEvent | undefined;
+  private failsBefore = 0;
+  private firstSuccess: RunEndedEvent | undefined;
+  private failureAfter: RunEndedEvent | undefined;
+
+  /** Adds a run that counts for the streak (neither interrupted nor cancelled). */
+  add(e: RunEndedEvent): void {
+    if (e.outcome === 'succeeded') {
+      this.firstSuccess ??= e;
+      this.failureAfter = undefined;
+    } else if (this.firstSuccess === undefined) {
+      this.firstFailure ??= e;
+      this.failsBefore += 1;
+    } else {
+      this.failureAfter ??= e;
+    }
+  }
+
+  /** The changes these runs make to a streak that was `before` (the stats hash's, before the batch). */
+  changes(before: number): StreakChange[] {
+    const out: StreakChange[] = [];
+    if (this.firstFailure && before === 0) out.push({ kind: 'failed', run: this.firstFailure });
+    if (this.firstSuccess && before + this.failsBefore > 0) out.push({ kind: 'recovered', run: this.firstSuccess, failedRuns: before + this.failsBefore });
+    if (this.failureAfter) out.push({ kind: 'failed', run: this.failureAfter });
+    return out;
+  }
+}
+
 const SKIP_FIELD = { overrun: 'overruns', claimed: 'skippedClaimed', paused: 'skippedPaused' } as const;
 
 /** A job's pending stats. Its size does not grow with the number of events merged. */
@@ -61,7 +104,11 @@ export class JobBatch {
   private readonly instSet: Record<string, string> = {};
   private instLast: Record<string, string> | undefined;
   private readonly runs: string[] = [];
+  /** Runs a claim may have recorded lost already, each on its own: counted once per run. */
+  private readonly leaseLost: LeaseLostRun[] = [];
   private empty = true;
+  /** An installation job's runs as they count for the failing streak (for its log lines). */
+  readonly streak: StreakRuns | undefined;
 
   /**
    * @param instanceScoped - whether the job runs on every instance (keeps per-instance rows).
@@ -70,11 +117,18 @@ export class JobBatch {
   constructor(
     private readonly instanceScoped: boolean,
     private readonly runsCap: number,
-  ) {}
+  ) {
+    this.streak = instanceScoped ? undefined : new StreakRuns();
+  }
 
   /** True when there is nothing to write. */
   get isEmpty(): boolean {
     return this.empty;
+  }
+
+  /** How many runs (ticks, by their final attempts) it counts. */
+  get runCount(): number {
+    return this.incr['runs'] ?? 0;
   }
 
   /** Asks for every field to be created (zeros and '') and the job's description to be written. */
@@ -108,6 +162,16 @@ export class JobBatch {
    */
   addRun(e: RunEndedEvent): void {
     this.empty = false;
+    if (e.leaseLost && !e.willRetry) {
+      // Another node may have recorded this run lost already: Redis decides (record.lua).
+      const one = new JobBatch(false, 1);
+      one.addRun({ ...e, leaseLost: false });
+      const { incr, last, fails, runs } = one.toRecord('');
+      const which = e.fencingToken !== undefined ? { token: e.fencingToken } : { tick: e.scheduledAt, holder: e.instanceId };
+      this.leaseLost.push({ ...which, ...(incr ? { incr } : {}), ...(last ? { last } : {}), ...(fails ? { fails } : {}), ...(runs ? { runs } : {}) });
+      if (this.leaseLost.length > this.runsCap) this.leaseLost.splice(0, this.leaseLost.length - this.runsCap);
+      return;
+    }
     if (e.willRetry) {
       this.addRecent(e, clip(e.error));
       return;
@@ -122,6 +186,7 @@ export class JobBatch {
     } else if (e.outcome !== 'interrupted' && e.outcome !== 'cancelled') {
       this.fails += 1;
     }
+    if (e.outcome !== 'interrupted' && e.outcome !== 'cancelled') this.streak?.add(e);
     const error = clip(e.error);
     const fields = {
       lastOutcome: e.outcome,
@@ -191,6 +256,7 @@ export class JobBatch {
       out.inst = { id: instanceId, incr: this.instIncr, set: this.instSet, ...(this.instLast ? { last: this.instLast } : {}) };
     }
     if (this.runs.length > 0) out.runs = this.runs;
+    if (this.leaseLost.length > 0) out.leaseLost = this.leaseLost;
     return out;
   }
 }

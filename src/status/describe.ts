@@ -5,8 +5,7 @@
  * @module
  */
 import type { JobView } from '../runner/runner.js';
-import { readSetting } from '../schedule/job.js';
-import { formatDuration, parseDuration } from '../schedule/duration.js';
+import { formatDuration, readDuration } from '../schedule/duration.js';
 
 function text(value: unknown): string {
   if (typeof value === 'number') return formatDuration(value);
@@ -24,14 +23,14 @@ export function describeJob(view: JobView): Record<string, string> {
     out['intervalMs'] = String(t.intervalMs);
     return out;
   }
-  const declared = view.job.schedule;
+  const declared = view.declared;
   out['scheduleKind'] = declared.kind;
-  out['schedule'] = text(readSetting(declared.value));
-  out['zone'] = declared.kind === 'cron' ? (declared.zone === undefined ? 'UTC' : text(readSetting(declared.zone))) : '';
+  out['schedule'] = text(declared.value);
+  out['zone'] = declared.kind === 'cron' ? (declared.zone ?? 'UTC') : '';
   out['intervalMs'] = '';
   if (declared.kind !== 'cron') {
     try {
-      out['intervalMs'] = String(parseDuration(readSetting(declared.value), 'schedule'));
+      out['intervalMs'] = String(readDuration(declared.value, 'schedule'));
     } catch {
       // An invalid value: the job is invalidSchedule and its cause is stored beside this.
       out['intervalMs'] = '';

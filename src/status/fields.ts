@@ -1,11 +1,21 @@
 /**
- * Reading the fields of a stats hash: Redis keeps text, the status has numbers, times or null.
+ * Reading the fields of a stats hash: Redis keeps text, the status has numbers, times,
+ * outcomes or null.
  * @module
  */
+import { RunOutcomes, type RunOutcome } from '../runner/events.js';
 
 /** A text field; null when absent or empty. */
 export function text(v: string | undefined): string | null {
   return v === undefined || v === '' ? null : v;
+}
+
+/**
+ * An outcome field; null when absent, empty, or an outcome this version does not know (one a
+ * node of a newer version recorded): the status never shows a value its type does not allow.
+ */
+export function outcome(v: unknown): RunOutcome | null {
+  return typeof v === 'string' && Object.hasOwn(RunOutcomes, v) ? (v as RunOutcome) : null;
 }
 
 /** A number field; null when absent, empty or not a number. */

@@ -1,7 +1,8 @@
 /**
  * Forgetting a job that left the code: its keys are removed from Redis, but only while no
- * live node registers it (it is `orphaned`: no node wrote its stats within
- * {@link ACTIVE_WITHIN_MS}), so a job still in some node's code is never wiped.
+ * live node registers it (it is `orphaned`: in no live node's set of job ids, or, where a live
+ * node's set is not known, no node wrote its stats within {@link ACTIVE_WITHIN_MS}), so a job
+ * still in some node's code is never wiped.
  * @module
  */
 import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
@@ -9,7 +10,8 @@ import type { RedisClient } from '../redis/connection.js';
 import type { Keys } from '../redis/keys.js';
 import { pipelined } from '../redis/pipeline.js';
 import { ACTIVE_WITHIN_MS } from './model.js';
-import { SETTING_FIELDS } from './settings.js';
+import { SETTING_FIELDS, isWrongType } from './settings.js';
+import { readRegistered } from './registered.js';
 
 /** What {@link forgetJob} did. */
 export type ForgetResult =
@@ -18,19 +20,33 @@ export type ForgetResult =
   /** A live node registers it: nothing was removed. `seenAt` is when a node last wrote it. */
   | { readonly kind: 'live'; readonly seenAt: string };
 
+/** The stats hash's `seenAt`, or null when it has none or the key holds another type (it is to be removed). */
+async function seenAtOf(redis: RedisClient, key: string): Promise<string | null> {
+  try {
+    return await redis.hget(key, 'seenAt');
+  } catch (err) {
+    if (isWrongType(err)) return null;
+    throw err;
+  }
+}
+
 /**
- * Removes a job's stats, per-instance rows, recent runs, claim state, batches, its settings
- * fields and its id from the job set, when no live node registers it.
+ * Removes a job's stats, per-instance rows, recent runs, claim state, lease, writers hash, its
+ * settings fields and its id from the job set, when no live node registers it (whatever type
+ * its keys hold: forgetting repairs a job whose keys something else overwrote).
  * @throws LeaseholdError `redisError` when Redis fails.
  */
 export async function forgetJob(redis: RedisClient, keys: Keys, jobId: string): Promise<ForgetResult> {
   try {
-    const [time, seenAt, member] = await Promise.all([redis.time(), redis.hget(keys.stats(jobId), 'seenAt'), redis.sismember(keys.jobs, jobId)]);
+    const [time, seenAt, member] = await Promise.all([redis.time(), seenAtOf(redis, keys.stats(jobId)), redis.sismember(keys.jobs, jobId)]);
     const nowMs = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
     if (member !== 1 && seenAt === null) return { kind: 'unknown' };
     const seen = seenAt === null ? NaN : Date.parse(seenAt);
-    if (Number.isFinite(seen) && nowMs - seen <= ACTIVE_WITHIN_MS) return { kind: 'live', seenAt: seenAt ?? '' };
-    const perJob = [keys.stats(jobId), keys.instanceStats(jobId), keys.runs(jobId), keys.state(jobId), keys.batches(jobId)];
+    // A live node registers it; where that is not known (a node of an older version), a node wrote it lately.
+    const registered = await readRegistered(redis, keys, jobId);
+    if (registered === true || (registered === undefined && Number.isFinite(seen) && nowMs - seen <= ACTIVE_WITHIN_MS)) return { kind: 'live', seenAt: seenAt ?? '' };
+    // No live node has the job, so no run of it holds its lease.
+    const perJob = [keys.stats(jobId), keys.instanceStats(jobId), keys.runs(jobId), keys.state(jobId), keys.lease(jobId), keys.writers(jobId)];
     const replies = await pipelined(redis, [
       { key: keys.stats(jobId), queue: (p) => p.del(...perJob) },
       { key: keys.jobs, queue: (p) => p.srem(keys.jobs, jobId) },

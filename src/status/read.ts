@@ -1,9 +1,10 @@
 /**
- * Reads the cluster's status straight from Redis in two pipelined round trips, whatever the
- * number of jobs: first the job set, the settings hash, the instance set and Redis time;
- * then every job's stats, per-instance rows (instance jobs) and lease (installation jobs),
- * and every instance's heartbeat. On a Redis Cluster each round trip is one pipeline per
- * slot, sent together.
+ * Reads the cluster's status straight from Redis in pipelined round trips: first the job set,
+ * the settings hash, the instance set, the nodes' digests and Redis time; then every job's
+ * stats, per-instance rows (instance jobs) and lease (installation jobs), a thousand jobs a
+ * round trip, the first with every instance's heartbeat and the job sets of the digests. Each
+ * chunk's jobs are built as it is answered, so a read holds one chunk's raw hashes at a time.
+ * On a Redis Cluster each round trip is one pipeline per slot, sent together.
  * @module
  */
 import { ErrorCodes, LeaseholdError } from '../errors.js';
@@ -12,16 +13,11 @@ import type { Keys } from '../redis/keys.js';
 import { JOB_ID_PATTERN } from '../schedule/job.js';
 import { pipelined, type PipelineReply, type PipelinedCommand } from '../redis/pipeline.js';
 import type { RecentRun } from './batch.js';
-import {
-  DEFAULT_FAILING_STREAK,
-  instanceStatus,
-  jobSettings,
-  jobStatus,
-  type ClusterStatus,
-  type InstanceStatus,
-  type JobDetail,
-  type ModelContext,
-} from './model.js';
+import { outcome } from './fields.js';
+import { instanceStatus, interning, jobSettings, jobStatus, type ModelContext } from './build.js';
+import { digestsOf, registeredFrom, type DigestSet, type LiveNode } from './registered.js';
+import { DEFAULT_FAILING_STREAK, type ClusterStatus, type InstanceStatus, type JobDetail, type JobStatus, type StatusProblem } from './model.js';
+import { corruptSettings, parseSettings } from './settings.js';
 
 /** Options of the readers. */
 export interface ReadOptions {
@@ -35,6 +31,9 @@ export interface ReadOptions {
 }
 
 /** Commands of one read, each queued with the key that decides its slot. */
+/** How many jobs' reads go in one pipeline. */
+const READ_CHUNK = 1_000;
+
 class Reads {
   readonly commands: PipelinedCommand[] = [];
 
@@ -44,12 +43,15 @@ class Reads {
   }
 }
 
+/** The reply of a read of a key of the wrong type (an operator's mistake): it reads as empty. */
+const WRONG_TYPE: unique symbol = Symbol('wrong type');
+
 async function exec(redis: RedisClient, reads: Reads): Promise<unknown[]> {
   const replies: PipelineReply[] = await pipelined(redis, reads.commands);
   return replies.map(([err, value]) => {
     if (!err) return value;
     // A key of the wrong type (an operator's mistake) reads as empty; anything else is Redis failing.
-    if (err.name === 'ReplyError' && /^WRONGTYPE/.test(err.message)) return null;
+    if (err.name === 'ReplyError' && /^WRONGTYPE/.test(err.message)) return WRONG_TYPE;
     throw new LeaseholdError(ErrorCodes.redisError, `reading the status from Redis failed: ${err.message}`, { cause: err });
   });
 }
@@ -78,17 +80,29 @@ interface Base {
   jobIds: string[];
   settings: Record<string, string>;
   members: string[];
+  /** `<prefix>:nodes`: instance id to the digest of its jobs. */
+  digests: Record<string, string>;
+  /** The settings hash holds a value of another type. */
+  settingsCorrupt: boolean;
 }
 
 async function readBase(redis: RedisClient, keys: Keys, jobId?: string): Promise<Base> {
   const r = new Reads().add(undefined, (p) => p.time()).add(keys.instances, (p) => p.zrange(keys.instances, 0, -1));
   if (jobId === undefined) r.add(keys.jobs, (p) => p.smembers(keys.jobs));
   else r.add(keys.jobs, (p) => p.sismember(keys.jobs, jobId));
-  r.add(keys.settings, (p) => p.hgetall(keys.settings));
-  const [time, members, jobs, settings] = await exec(redis, r);
+  r.add(keys.settings, (p) => p.hgetall(keys.settings)).add(keys.nodes, (p) => p.hgetall(keys.nodes));
+  const [time, members, jobs, settings, digests] = await exec(redis, r);
   // An id defineJob refuses (an operator's typo in the job set) is left out.
   const jobIds = jobId === undefined ? strings(jobs).filter((id) => JOB_ID_PATTERN.test(id)).sort(byId) : jobs === 1 ? [jobId] : [];
-  return { nowMs: redisTime(time), members: strings(members).filter((id) => INSTANCE_ID.test(id)), jobIds, settings: hash(settings) };
+  return { nowMs: redisTime(time), members: strings(members).filter((id) => INSTANCE_ID.test(id)), jobIds, settings: hash(settings), digests: hash(digests), settingsCorrupt: settings === WRONG_TYPE };
+}
+
+/** The live nodes (heartbeat replies in `members` order) with their digests and job counts. */
+function liveNodes(base: Base, heartbeats: unknown[]): LiveNode[] {
+  return base.members.flatMap((id, i) => {
+    const h = hash(heartbeats[i]);
+    return Object.keys(h).length === 0 ? [] : [{ digest: base.digests[id], jobs: h['jobs'] }];
+  });
 }
 
 function liveInstances(members: string[], replies: unknown[]): { live: Set<string>; instances: InstanceStatus[] } {
@@ -104,52 +118,90 @@ function liveInstances(members: string[], replies: unknown[]): { live: Set<strin
   return { live, instances };
 }
 
+/** The settings of the jobs the settings hash does not name (most): one read-only object. */
+const NO_SETTINGS: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
 /** Every job and every live instance, as `GET /manage/jobs` returns them. */
 export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOptions = {}): Promise<ClusterStatus> {
   const base = await readBase(redis, keys);
-  const r = new Reads();
   // What is read per job: stats always; per-instance rows unless it is known to be an
   // installation job; the lease unless it is known to be an instance job.
   const plan = base.jobIds.map((id) => {
     const scope = opts.scopes?.get(id);
-    const rows = scope !== 'installation';
-    const lease = scope !== 'instance';
-    const stats = keys.stats(id);
-    r.add(stats, (p) => p.hgetall(stats));
-    if (rows) r.add(stats, (p) => p.hgetall(keys.instanceStats(id)));
-    if (lease) r.add(stats, (p) => p.get(keys.lease(id)).pttl(keys.lease(id)));
-    return { id, rows, lease };
+    return { id, rows: scope !== 'installation', lease: scope !== 'instance' };
   });
-  for (const m of base.members) r.add(keys.instance(m), (p) => p.hgetall(keys.instance(m)));
-  const replies = await exec(redis, r);
-  let at = 0;
-  const raw = plan.map(({ id, rows, lease }) => {
-    const stats = hash(replies[at++]);
-    const instanceFields = rows ? hash(replies[at++]) : {};
-    const value = lease ? replies[at++] : null;
-    const pttl = lease ? replies[at++] : null;
-    if (opts.scopes && stats['scope']) opts.scopes.set(id, stats['scope']);
-    return {
-      id,
-      stats,
-      instanceFields,
-      settings: jobSettings(base.settings, id),
-      lease: typeof value === 'string' ? value : null,
-      leasePttl: typeof pttl === 'number' ? pttl : null,
-    };
-  });
-  const { live, instances } = liveInstances(base.members, replies.slice(at));
-  const ctx: ModelContext = { nowMs: base.nowMs, live, failingStreak: opts.failingStreak ?? DEFAULT_FAILING_STREAK };
-  return { generatedAt: new Date(base.nowMs).toISOString(), jobs: raw.map((r) => jobStatus(r, ctx)), instances };
+  // The job sets of the nodes' digests (few: the nodes that run the same jobs share one).
+  const digests = digestsOf(base.members, base.digests);
+  // Jobs with a field in the settings hash (most have none: they share one empty object).
+  const withSettings = parseSettings(base.settings);
+  // In pipelines of READ_CHUNK jobs, one after another: each command's timeout then bounds
+  // one chunk's wait, not the whole installation's (100,000 jobs are 300,000 commands). The
+  // first one also reads the heartbeats and the job sets, so that each chunk's jobs are judged
+  // as their replies come: what Redis answered for one chunk is garbage before the next.
+  let ctx: ModelContext | undefined;
+  let instances: InstanceStatus[] = [];
+  const jobs: JobStatus[] = [];
+  for (let from = 0; from < plan.length || from === 0; from += READ_CHUNK) {
+    const r = new Reads();
+    if (from === 0) {
+      for (const m of base.members) r.add(keys.instance(m), (p) => p.hgetall(keys.instance(m)));
+      for (const d of digests) r.add(keys.registered(d), (p) => p.smembers(keys.registered(d)));
+    }
+    const chunk = plan.slice(from, from + READ_CHUNK);
+    for (const { id, rows, lease } of chunk) {
+      const stats = keys.stats(id);
+      r.add(stats, (p) => p.hgetall(stats));
+      if (rows) r.add(stats, (p) => p.hgetall(keys.instanceStats(id)));
+      if (lease) r.add(stats, (p) => p.get(keys.lease(id)).pttl(keys.lease(id)));
+    }
+    const replies = await exec(redis, r);
+    let at = 0;
+    if (!ctx) {
+      const heartbeats = replies.slice(0, base.members.length);
+      const sets = new Map(digests.map((d, i): [string, DigestSet] => {
+        const ids = new Set(strings(replies[base.members.length + i]));
+        return [d, { exists: ids.size > 0, has: (id) => ids.has(id) }];
+      }));
+      const seen = liveInstances(base.members, heartbeats);
+      instances = seen.instances;
+      ctx = { nowMs: base.nowMs, live: seen.live, registered: registeredFrom(liveNodes(base, heartbeats), sets), failingStreak: opts.failingStreak ?? DEFAULT_FAILING_STREAK, intern: interning() };
+      at = base.members.length + digests.length;
+    }
+    for (const { id, rows, lease } of chunk) {
+      const stats = hash(replies[at++]);
+      const instanceFields = rows ? hash(replies[at++]) : {};
+      const value = lease ? replies[at++] : null;
+      const pttl = lease ? replies[at++] : null;
+      if (opts.scopes && stats['scope']) opts.scopes.set(id, stats['scope']);
+      const raw = {
+        id,
+        stats,
+        instanceFields,
+        settings: withSettings.has(id) ? jobSettings(base.settings, id) : NO_SETTINGS,
+        lease: typeof value === 'string' ? value : null,
+        leasePttl: typeof pttl === 'number' ? pttl : null,
+      };
+      jobs.push(jobStatus(raw, ctx));
+    }
+  }
+  const problems: StatusProblem[] = [];
+  if (base.settingsCorrupt) {
+    const { code, message } = await corruptSettings(redis, keys.settings);
+    problems.push({ code, key: keys.settings, message });
+  }
+  return { generatedAt: new Date(base.nowMs).toISOString(), jobs, instances, problems };
 }
 
+/** A recent run as stored; undefined (left out) when leasehold did not write it, or a node of another version did with an outcome this one does not know. */
 function parseRun(text: string): RecentRun | undefined {
+  let v: unknown;
   try {
-    const v: unknown = JSON.parse(text);
-    return v !== null && typeof v === 'object' ? (v as RecentRun) : undefined;
+    v = JSON.parse(text);
   } catch {
-    return undefined; // not written by leasehold: left out
+    return undefined; // not JSON: not written by leasehold
   }
+  if (v === null || typeof v !== 'object') return undefined;
+  return outcome((v as { outcome?: unknown }).outcome) === null ? undefined : (v as RecentRun);
 }
 
 /** One job with its recent runs; undefined when no node ever registered it. */
@@ -161,9 +213,16 @@ export async function readJob(redis: RedisClient, keys: Keys, jobId: string, opt
     p.lrange(keys.runs(jobId), 0, -1);
   });
   for (const m of base.members) reads.add(keys.instance(m), (p) => p.hgetall(keys.instance(m)));
+  const digests = digestsOf(base.members, base.digests);
+  for (const d of digests) reads.add(keys.registered(d), (p) => p.sismember(keys.registered(d), jobId).exists(keys.registered(d)));
   const r = await exec(redis, reads);
-  const { live } = liveInstances(base.members, r.slice(5));
-  const ctx: ModelContext = { nowMs: base.nowMs, live, failingStreak: opts.failingStreak ?? DEFAULT_FAILING_STREAK };
+  const heartbeats = r.slice(5, 5 + base.members.length);
+  const sets = new Map(digests.map((d, i): [string, DigestSet] => {
+    const [member, size] = [r[5 + base.members.length + 2 * i], r[6 + base.members.length + 2 * i]];
+    return [d, { exists: typeof size === 'number' && size > 0, has: () => member === 1 }];
+  }));
+  const { live } = liveInstances(base.members, heartbeats);
+  const ctx: ModelContext = { nowMs: base.nowMs, live, registered: registeredFrom(liveNodes(base, heartbeats), sets), failingStreak: opts.failingStreak ?? DEFAULT_FAILING_STREAK };
   const status = jobStatus(
     {
       id: jobId,

@@ -1,7 +1,9 @@
 /**
  * The registry: the set of job ids (`<prefix>:jobs`) and this node's heartbeat
  * (`<prefix>:instance:<id>`, a hash with a TTL, and its score in `<prefix>:instances`).
- * A node that dies stops refreshing and its heartbeat expires; `stop()` removes it at once.
+ * With the job ids, the set of this node's digest (`<prefix>:registered:<digest>`): which jobs the
+ * live nodes register. A node that dies stops refreshing and its heartbeat expires; `stop()`
+ * removes it (and its digest) at once, so a job it alone had is orphaned right after.
  * @module
  */
 import { createHash } from 'node:crypto';
@@ -14,7 +16,7 @@ import { pipelined } from '../redis/pipeline.js';
 import { iso } from './batch.js';
 import { PRUNE_EVERY_MS, pruneInstanceRows } from './prune.js';
 import { errorMessage } from '../errors.js';
-import { every, systemClock, type Repeating, type Timers } from '../clock.js';
+import { every, systemClock, waitAtMost, type Repeating, type Timers } from '../clock.js';
 
 /** The heartbeat is refreshed this often, in ms. */
 const HEARTBEAT_MS = 5_000;
@@ -28,6 +30,11 @@ const INSTANCE_FORGET_MS = 60_000;
  * not with every heartbeat, which for a node of thousands of jobs is thousands of members.
  */
 const JOBS_REFRESH_MS = 60_000;
+/**
+ * The set of a digest's job ids (`<prefix>:registered:<digest>`), written with the job ids,
+ * expires this long after, in ms: a few refreshes, so a set of a live node never lapses.
+ */
+const REGISTERED_TTL_MS = 3 * JOBS_REFRESH_MS;
 
 /** Options of {@link Registry}. */
 export interface RegistryOptions {
@@ -66,7 +73,8 @@ export class Registry {
   private livePeers: readonly string[];
 
   constructor(private readonly opts: RegistryOptions) {
-    this.startedAt = iso(opts.now());
+    // On the clock's own time: the shared clock is not measured yet (and is the same until it is).
+    this.startedAt = iso((opts.clock ?? systemClock).now());
     this.livePeers = [opts.instanceId];
     // A new connection may be to a Redis that lost its data (restarted, failed over): send the ids again.
     opts.redis.on('ready', () => {
@@ -114,6 +122,13 @@ export class Registry {
     if (!this.stopped && this.heartbeat) void this.beat();
   }
 
+  /** Another node stopped (it said so on the control channel): the live nodes are read now. */
+  nodeLeft(): void {
+    if (this.stopped || !this.heartbeat) return;
+    // A beat under way may have read the live nodes before that node left: one more after it.
+    void (this.beating ?? Promise.resolve()).then(() => (this.stopped ? undefined : this.beat()));
+  }
+
   /** One heartbeat (one pipeline): instance hash with TTL, last-seen score, stale members dropped, job ids. */
   beat(): Promise<void> {
     this.beating ??= this.doBeat().finally(() => {
@@ -152,7 +167,13 @@ export class Registry {
           queue: (p) => p.zadd(keys.instances, now, instanceId).zremrangebyscore(keys.instances, '-inf', now - INSTANCE_FORGET_MS).zrangebyscore(keys.instances, now - HEARTBEAT_TTL_MS, '+inf'),
         },
         { key: keys.nodes, queue: (p) => p.hset(keys.nodes, instanceId, this.digest).hgetall(keys.nodes) },
-        ...(ids.length > 0 ? [{ key: keys.jobs, queue: (p: ChainableCommander) => p.sadd(keys.jobs, ...ids) }] : []),
+        ...(ids.length > 0
+          ? [
+              { key: keys.jobs, queue: (p: ChainableCommander) => p.sadd(keys.jobs, ...ids) },
+              // What this node registers, for the status: a job in no live node's set is orphaned.
+              { key: keys.registered(this.digest), queue: (p: ChainableCommander) => p.sadd(keys.registered(this.digest), ...ids).pexpire(keys.registered(this.digest), REGISTERED_TTL_MS) },
+            ]
+          : []),
       ]);
       const failed = replies.find(([err]) => err);
       if (failed?.[0]) throw failed[0];
@@ -179,21 +200,32 @@ export class Registry {
       else if (id !== instanceId && digest === this.digest) peers.push(id);
     }
     this.livePeers = peers.sort();
-    if (gone.length > 0) void redis.hdel(keys.nodes, ...gone).catch(() => undefined);
+    if (gone.length > 0) {
+      redis.hdel(keys.nodes, ...gone).catch((err: unknown) => this.opts.logger.debug({ error: errorMessage(err), nodes: gone.length }, 'forgetting the digests of nodes no longer live failed; retried with the next heartbeat'));
+    }
   }
 
-  /** Stops beating and removes this node's heartbeat (best effort: it expires anyway). */
-  async stop(): Promise<void> {
+  /**
+   * Stops beating, removes this node's heartbeat (best effort: it expires anyway) and tells the
+   * other nodes on the control channel, so they stop ranking it at once, waiting
+   * at most `timeoutMs` for a heartbeat under way and the removal: a stalled Redis does not
+   * hold the stop (the removal is abandoned when the connection closes).
+   */
+  async stop(timeoutMs: number): Promise<void> {
     this.stopped = true;
     this.heartbeat?.stop();
     this.pruning?.stop();
-    await this.beating;
+    const clock = this.opts.clock ?? systemClock;
+    const deadline = clock.monotonic() + timeoutMs;
+    if (this.beating) await waitAtMost(clock, this.beating, timeoutMs / 2, true);
     const { redis, keys, instanceId } = this.opts;
     if (redis.status !== 'ready') return;
-    try {
-      await Promise.all([redis.del(keys.instance(instanceId)), redis.zrem(keys.instances, instanceId), redis.hdel(keys.nodes, instanceId)]);
-    } catch (err) {
-      this.opts.logger.debug({ error: errorMessage(err) }, 'removing the heartbeat failed; it expires on its own');
-    }
+    // In this order on one connection: the others hear of it once it is gone from the live nodes.
+    const left = JSON.stringify({ type: 'left', instanceId });
+    const removal = Promise.all([redis.del(keys.instance(instanceId)), redis.zrem(keys.instances, instanceId), redis.hdel(keys.nodes, instanceId), redis.publish(keys.control, left)]).then(
+      () => undefined,
+      (err: unknown) => this.opts.logger.debug({ error: errorMessage(err) }, 'removing the heartbeat failed; it expires on its own'),
+    );
+    await waitAtMost(clock, removal, deadline - clock.monotonic(), true);
   }
 }

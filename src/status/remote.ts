@@ -6,59 +6,56 @@
  * @module
  */
 import { hostname } from 'node:os';
-import { systemClock, type Timers } from '../clock.js';
+import type { Timers } from '../clock.js';
 import type { Logger } from '../logger.js';
 import { errorMessage } from '../errors.js';
-import { closeRedis, createRedis, whenReady, type RedisClient } from '../redis/connection.js';
+import { whenReady, type RedisClient } from '../redis/connection.js';
 import type { Keys } from '../redis/keys.js';
-import type { RedisTarget } from '../redis/target.js';
-import { RunnerCore } from '../runner/runner.js';
 import type { ManageApi } from './api.js';
-import { createManageApi } from './actions.js';
+import { createManageApi, type ManageScheduler } from './actions.js';
 import { CancelRequests } from './cancel.js';
 import { publishControl, subscribeControl } from './control.js';
+import { DEFAULT_FAILING_STREAK } from './model.js';
 import { RedisSettings } from './settings.js';
 
 /** Options of {@link remoteManageApi}. */
 export interface RemoteManageApiOptions {
-  /** Where Redis is (or an existing client to duplicate). */
-  readonly redis: { readonly target: RedisTarget } | { readonly client: RedisClient };
+  /** A `stats` connection, handed in; never closed here. */
+  readonly redis: RedisClient;
+  /** A `sub` connection for the answers to a cancel, handed in; never closed here. */
+  readonly sub: RedisClient;
   /** The key names of the cluster's prefix. */
   readonly keys: Keys;
   readonly logger: Logger;
+  readonly clock: Timers;
   /** Unsuccessful runs in a row from which a job shows as degraded. Default 3. */
   readonly failingStreak?: number;
-  readonly clock?: Timers;
 }
 
-/** A {@link ManageApi} over Redis alone, with its connections. */
+/** A {@link ManageApi} over Redis alone. */
 export interface RemoteManageApi {
   readonly api: ManageApi;
-  /** Connects (waits at most `waitMs` for Redis) and subscribes to the cancel answers. */
+  /** Waits at most `waitMs` for Redis, then subscribes to the cancel answers. */
   start(waitMs: number): Promise<void>;
-  stop(): Promise<void>;
+}
+
+/** No job is on this process: the API's "is it on this node" is always no. */
+function notANode(clock: Timers): ManageScheduler {
+  return { instanceId: `remote-${hostname()}-${process.pid}`, clock, job: () => undefined, jobs: () => [], runNow: () => false };
 }
 
 /** Builds the status API of a process that is not a node. */
 export function remoteManageApi(opts: RemoteManageApiOptions): RemoteManageApi {
-  const { logger } = opts;
-  const clock = opts.clock ?? systemClock;
-  const { keys } = opts;
-  const redis = createRedis({ ...opts.redis, role: 'stats' });
-  const sub = createRedis({ ...opts.redis, role: 'sub' });
-  redis.on('error', (err: Error) => logger.debug({ error: err.message }, 'status connection error'));
-  sub.on('error', (err: Error) => logger.debug({ error: err.message }, 'control connection error'));
-  // A core with no job that never starts: the API's "is it on this node" is always no, so every
-  // action goes to the nodes through Redis.
-  const core = new RunnerCore({ instanceId: `remote-${hostname()}-${process.pid}`, logger, shutdownGraceMs: 0, ...(opts.clock ? { clock: opts.clock } : {}) });
+  const { logger, clock, keys, redis, sub } = opts;
+  // Nothing here applies settings: the nodes do, told by the control channel.
   const settings = new RedisSettings({ redis, key: keys.settings, logger, clock, onChange: () => undefined });
   const cancels = new CancelRequests(clock);
   const api = createManageApi({
-    core,
+    core: notANode(clock),
     redis,
     keys,
     settings,
-    failingStreak: opts.failingStreak ?? 3,
+    failingStreak: opts.failingStreak ?? DEFAULT_FAILING_STREAK,
     cancelEverywhere: async (jobId) => {
       const { requestId, answers } = cancels.open();
       await publishControl(redis, keys.control, { type: 'cancel', jobId, requestId });
@@ -77,9 +74,6 @@ export function remoteManageApi(opts: RemoteManageApiOptions): RemoteManageApi {
           if (m.type === 'cancelled') cancels.answer(m.requestId, m.instanceId);
         },
       });
-    },
-    async stop() {
-      await Promise.all([closeRedis(redis), closeRedis(sub)]);
     },
   };
 }

@@ -15,8 +15,8 @@ import type { RedisClient } from '../redis/connection.js';
 import type { Logger } from '../logger.js';
 import type { SettingsSource } from '../runner/runner.js';
 import type { JobOverrides } from '../schedule/trigger.js';
-import { errorMessage } from '../errors.js';
-import { every, systemClock, type Repeating, type Timers } from '../clock.js';
+import { ErrorCodes, errorMessage, leaseholdError, type LeaseholdError } from '../errors.js';
+import { every, systemClock, waitAtMost, type Repeating, type Timers } from '../clock.js';
 
 /** The settings hash is read this often, in ms, while Redis does not tell of its changes. */
 export const SETTINGS_POLL_MS = 500;
@@ -40,6 +40,16 @@ export function parseSettings(hash: Record<string, string>): Map<string, JobOver
     o[name] = value;
   }
   return out as Map<string, JobOverrides>;
+}
+
+/** Whether `err` is Redis refusing a command on a key that holds a value of another type. */
+export function isWrongType(err: unknown): boolean {
+  return err instanceof Error && err.message.startsWith('WRONGTYPE');
+}
+
+/** The `corruptSettings` error of the settings hash `key`, naming the type Redis holds there. */
+export async function corruptSettings(redis: RedisClient, key: string): Promise<LeaseholdError> {
+  return leaseholdError(ErrorCodes.corruptSettings, { key, found: await redis.type(key) });
 }
 
 /** The overrides of a job the hash does not name: one object, so callers can tell nothing changed. */
@@ -72,8 +82,14 @@ export class RedisSettings implements SettingsSource {
   private failing = false;
   private polling = false;
   private watched = false;
+  private corrupt: LeaseholdError | undefined;
 
   constructor(private readonly opts: RedisSettingsOptions) {}
+
+  /** Why the settings hash cannot be read (`corruptSettings`: a value of another type at its key), or undefined. */
+  get problem(): LeaseholdError | undefined {
+    return this.corrupt;
+  }
 
   /** The last known overrides of a job; never blocks, never throws. */
   get(jobId: string): JobOverrides {
@@ -120,12 +136,12 @@ export class RedisSettings implements SettingsSource {
     if (this.polling && this.watched) void this.load();
   }
 
-  /** Stops polling. */
-  async stop(): Promise<void> {
+  /** Stops polling; waits at most `timeoutMs` for a read under way (a stalled Redis does not hold the stop). */
+  async stop(timeoutMs: number): Promise<void> {
     this.polling = false;
     this.poll?.stop();
     this.poll = undefined;
-    await this.loading;
+    if (this.loading) await waitAtMost(this.opts.clock ?? systemClock, this.loading, timeoutMs, true);
   }
 
   /** Polls every {@link SETTINGS_POLL_MS} while not watched; while watched, has no timer. */
@@ -142,13 +158,19 @@ export class RedisSettings implements SettingsSource {
     try {
       hash = await this.opts.redis.hgetall(this.opts.key);
     } catch (err) {
-      if (!this.failing) {
+      if (isWrongType(err)) {
+        await this.corrupted();
+      } else if (!this.failing) {
         this.opts.logger.debug({ error: errorMessage(err) }, 'reading the settings hash failed; keeping the last known settings');
       }
       this.failing = true;
       return false;
     }
     this.failing = false;
+    if (this.corrupt) {
+      this.corrupt = undefined;
+      this.opts.logger.info({ key: this.opts.key }, 'the settings hash %s can be read again', this.opts.key);
+    }
     const next = parseSettings(hash);
     const previous = this.values;
     this.values = next;
@@ -160,6 +182,25 @@ export class RedisSettings implements SettingsSource {
       else changed.add(id);
     }
     for (const [id, o] of previous) if (!next.has(id) && !same(o, undefined)) changed.add(id);
+    this.apply(changed);
+    return true;
+  }
+
+  /** A value of another type at the settings key: said once at warn (until it can be read again). */
+  private async corrupted(): Promise<void> {
+    let problem: LeaseholdError;
+    try {
+      problem = await corruptSettings(this.opts.redis, this.opts.key);
+    } catch (err) {
+      this.opts.logger.debug({ error: errorMessage(err) }, 'reading the type of the settings hash failed; keeping the last known settings');
+      return;
+    }
+    if (!this.corrupt) this.opts.logger.warn({ code: problem.code, key: this.opts.key }, '%s; keeping the last known settings', problem.message);
+    this.corrupt = problem;
+  }
+
+  /** Tells `onChange` of each job whose settings changed. */
+  private apply(changed: Set<string>): void {
     for (const id of changed) {
       try {
         this.opts.onChange(id);
@@ -167,6 +208,5 @@ export class RedisSettings implements SettingsSource {
         this.opts.logger.error({ err, jobId: id }, 'applying new settings of %s failed', id);
       }
     }
-    return true;
   }
 }

@@ -4,16 +4,18 @@
  * Nothing is written, and no connection or timer exists, before the node's first executor.
  * @module
  */
-import { every, type Repeating, type Timers } from '../clock.js';
+import { every, waitAtMost, type Repeating, type Timers } from '../clock.js';
 import type { Logger } from '../logger.js';
-import { createRedis, whenReady, type RedisClient } from '../redis/connection.js';
-import type { QueueRedis } from './queue.js';
+import { errorMessage } from '../errors.js';
+import { whenReady, type RedisClient } from '../redis/connection.js';
 import type { ExecutorStats } from './executor.js';
 
 /** How often a node writes its figures, ms. */
 export const BOARD_EVERY_MS = 5_000;
 /** A row older than this is a dead node's, ms: ignored, and removed by the reader. */
 export const BOARD_STALE_MS = 15_000;
+/** How long a stop waits for the removal of this node's row, in ms. */
+const STOP_WAIT_MS = 500;
 
 interface Row {
   readonly at: number;
@@ -26,14 +28,19 @@ export class ExecutorBoard {
   private timer: Repeating | undefined;
 
   constructor(
-    private readonly opts: { where: QueueRedis; key: string; instanceId: string; clock: Timers; logger: Logger; rows: () => ExecutorStats[] },
+    private readonly opts: {
+      /** Makes the board's connection (a `stats` one), at its first use; its maker closes it. */
+      connect: () => RedisClient;
+      key: string;
+      instanceId: string;
+      clock: Timers;
+      logger: Logger;
+      rows: () => ExecutorStats[];
+    },
   ) {}
 
   private connection(): RedisClient {
-    if (!this.redis) {
-      this.redis = createRedis({ role: 'stats', ...this.opts.where });
-      this.redis.on('error', (err: Error) => this.opts.logger.debug({ err: { message: err.message } }, 'executors board connection error'));
-    }
+    this.redis ??= this.opts.connect();
     return this.redis;
   }
 
@@ -61,17 +68,22 @@ export class ExecutorBoard {
     const redis = this.connection();
     await whenReady(redis, 3_000);
     const { rows, stale } = await readBoard(redis, this.opts.key, this.opts.clock.now(), this.opts.instanceId);
-    if (stale.length > 0) await redis.hdel(this.opts.key, ...stale).catch(() => undefined);
-    return mergeQueues(redis, prefix, [...own, ...rows]);
+    if (stale.length > 0) {
+      await redis.hdel(this.opts.key, ...stale).catch((err: unknown) => this.opts.logger.debug({ error: errorMessage(err), rows: stale.length }, 'removing the executors rows of dead nodes failed; a later read removes them'));
+    }
+    return mergeQueues(redis, prefix, [...own, ...rows], (name, err) => this.opts.logger.debug({ error: errorMessage(err), executor: name }, 'reading the counts of queue "%s" failed; shown as 0', name));
   }
 
-  /** Stops writing and removes this node's row. */
+  /**
+   * Stops writing and removes this node's row (the connection is closed by its maker), waiting
+   * at most {@link STOP_WAIT_MS} for it: a stalled Redis does not hold the stop.
+   */
   async stop(): Promise<void> {
     this.timer?.stop();
     const redis = this.redis;
-    if (!redis) return;
-    if (this.timer) await redis.hdel(this.opts.key, this.opts.instanceId).catch(() => undefined);
-    await redis.quit().catch(() => redis.disconnect());
+    if (!redis || !this.timer) return;
+    const removal = redis.hdel(this.opts.key, this.opts.instanceId).catch((err: unknown) => this.opts.logger.debug({ error: errorMessage(err) }, 'removing this node\'s executors row failed; readers ignore it once stale'));
+    await waitAtMost(this.opts.clock, removal, STOP_WAIT_MS, true);
   }
 }
 
@@ -99,16 +111,17 @@ export async function readBoard(redis: RedisClient, key: string, now: number, ex
 
 /**
  * Makes each queue executor's rows one: its counts (active, waiting, done, failed) read from its
- * queue, and the aborts each node counted (timedOut, cancelled, interrupted) summed.
+ * queue, and the aborts each node counted (timedOut, cancelled, interrupted) summed. A queue
+ * whose counts cannot be read shows zeros, and is told to `onCountsError`.
  */
-export async function mergeQueues(redis: RedisClient, prefix: string, rows: ExecutorStats[]): Promise<ExecutorStats[]> {
+export async function mergeQueues(redis: RedisClient, prefix: string, rows: ExecutorStats[], onCountsError: (queue: string, err: unknown) => void): Promise<ExecutorStats[]> {
   const out: ExecutorStats[] = rows.filter((r) => r.kind !== 'queue');
   const byName = new Map<string, ExecutorStats[]>();
   for (const r of rows) if (r.kind === 'queue') byName.set(r.name, [...(byName.get(r.name) ?? []), r]);
   for (const [name, list] of byName) {
     // BullMQ is loaded only where a queue executor is configured.
     const { queueCounts } = await import('./queue.js');
-    const counts = await queueCounts(redis, prefix, name).catch(() => undefined);
+    const counts = await queueCounts(redis, prefix, name).catch((err: unknown) => void onCountsError(name, err));
     const sum = (f: 'timedOut' | 'cancelled' | 'interrupted'): number => list.reduce((n, r) => n + r[f], 0);
     const first = list[0];
     out.push({

@@ -1,9 +1,9 @@
 /**
  * One task's attempt on this node: its timeout, its signal and abort reasons, and its outcome
  * reported as a `taskEnded` event. The reasons and outcomes are the runs' (`ABORT_OUTCOMES`):
- * a task times out, is cancelled and is interrupted at a shutdown as a run is. The hot path
- * allocates little: the signal is made when the handler first reads it (as a run's), and an
- * executor may keep its attempts' deadlines on one timer of its own ({@link Deadlines}).
+ * a task times out, is cancelled and is interrupted at a shutdown as a run is. The signal is
+ * made when the handler first reads it (as a run's), and an executor may keep its attempts'
+ * deadlines on one timer of its own ({@link Deadlines}).
  * @module
  */
 import type { Timers, TimerHandle } from '../clock.js';
@@ -11,6 +11,7 @@ import type { Logger } from '../logger.js';
 import { ErrorCodes, LeaseholdError, errorMessage, type AbortReasonCode } from '../errors.js';
 import { formatDuration } from '../schedule/duration.js';
 import { ABORT_OUTCOMES, type Emitter, type RunOutcome } from '../runner/events.js';
+import type { ExecutorKind } from '../schedule/submit.js';
 import type { TaskContext } from './task.js';
 
 /** How long after an abort a task that ignores its signal is reported with the abort's outcome (as for runs). */
@@ -19,7 +20,7 @@ export const REPORT_AFTER_ABORT_MS = 1_000;
 /** What an attempt knows of its task. */
 export interface AttemptParams {
   readonly executor: string;
-  readonly kind: string;
+  readonly kind: ExecutorKind;
   readonly task: string;
   readonly taskId: string;
   readonly attempt: number;
@@ -206,11 +207,12 @@ export class TaskAttempt implements AbortHook {
 
 /**
  * The deadlines of an executor's running attempts, on one repeating timer that runs only while
- * attempts run: a timer per task costs more than the task itself for small tasks, and an
- * executor runs at most `concurrency` at once, so a check looks at few. A deadline is met to
- * within a tick: a twentieth of the shortest timeout seen, 10 ms to 1 s. The timer is not
- * cleared each time the last attempt ends (small tasks often leave none running for a moment);
- * it lapses at its next tick when none runs, or at {@link Deadlines.stop}.
+ * attempts run, rather than a timer per task (which a small task cannot afford: see
+ * docs/benchmarks.md, S6). An executor runs at most `concurrency` at once, so a check looks at
+ * few. A deadline is met to within a tick: a twentieth of the shortest timeout seen, 10 ms to
+ * 1 s. The timer lapses at its next tick when no attempt runs, or at {@link Deadlines.stop},
+ * rather than being cleared whenever the last attempt ends (small tasks often leave none
+ * running for a moment).
  */
 export class Deadlines {
   private readonly running = new Set<TaskAttempt>();

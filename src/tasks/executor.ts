@@ -3,7 +3,8 @@
  * @module
  */
 import type { RunOutcome } from '../runner/events.js';
-import type { ExecutorKind, ResolvedExecutor } from './config.js';
+import type { ExecutorKind } from '../schedule/submit.js';
+import type { ResolvedExecutor } from './config.js';
 import type { NormalizedSubmit, NormalizedTask, TaskHandle } from './task.js';
 
 /** An executor's figures: on one node for `loop` and `worker`, BullMQ's counts for a `queue`. */
@@ -59,7 +60,7 @@ export class Counters {
   private readonly values: Record<Counted, number> = { succeeded: 0, failed: 0, timedOut: 0, cancelled: 0, interrupted: 0 };
 
   add(outcome: RunOutcome): void {
-    if (outcome !== 'lockLost') this.values[outcome]++;
+    if (outcome !== 'lockLost' && outcome !== 'lost') this.values[outcome]++;
   }
 
   snapshot(): Record<Counted, number> {
@@ -68,10 +69,9 @@ export class Counters {
 }
 
 /**
- * A submitted task's handle and its result, settled once, in one object (a small task makes
- * few). The result's promise is made only when someone asks for it (one promise, however often
- * asked), so a fire-and-forget task's failure is never an unhandled rejection (it is logged and
- * counted instead), and a task nobody awaits costs no promise.
+ * A submitted task's handle and its result, settled once. The result's promise is made only
+ * when someone asks for it (one, however often asked), so a fire-and-forget task's failure is
+ * never an unhandled rejection: it is logged and counted instead.
  */
 export class SettledHandle implements TaskHandle {
   private settled = false;

@@ -4,23 +4,26 @@
  * shutdown of them all. It reports through the runner's events (`taskEnded`), as runs do.
  * @module
  */
-import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
+import { ErrorCodes, LeaseholdError, errorMessage, leaseholdError } from '../errors.js';
 import type { JobContext } from '../schedule/job.js';
-import { resolveExecutor, type ResolvedExecutor } from './config.js';
+import { limitsKey, type WorkerResourceLimits } from '../schedule/limits.js';
+import { checkExecutorPeer, type ExecutorSet, type ResolvedExecutor } from './config.js';
 import type { ExecutorStats, TaskExecutor } from './executor.js';
 import { LocalExecutor, type ExecutorHost } from './local.js';
 import { ThreadPool } from './pool.js';
 import type { AbortHook } from './execution.js';
 import type { ExecutorBoard } from './board.js';
 import { withTaskHook, type TaskStart } from './hooks.js';
+import { callTask } from './call.js';
 import { normalizeSubmit, normalizeTask, type NormalizedSubmit, type NormalizedTask, type TaskContext, type TaskDefinition, type TaskHandle } from './task.js';
 
 export { defineTask, DEFAULT_EXECUTOR, type TaskDefinition, type TaskContext, type TaskHandler, type TaskHandle, type SubmitOptions } from './task.js';
-export { ExecutorKinds, EXECUTOR_ENV_DOCS, resolveExecutors, type ExecutorConfig, type ExecutorKind, type ResolvedExecutor } from './config.js';
+export { EXECUTOR_ENV_DOCS, OTHER_EXECUTORS, checkTaskDefinitions, ignoredFieldsMessage, resolveExecutors, type ExecutorConfig, type ExecutorSet, type IgnoredExecutorFields, type ResolvedExecutor } from './config.js';
 export type { ExecutorStats } from './executor.js';
 export { ExecutorBoard, mergeQueues, readBoard } from './board.js';
 export { queueExecutor } from './lazy-queue.js';
 export { withThread } from './jobs.js';
+export { isWorkerThread } from './thread.js';
 export type { TaskHooks, TaskHook, TaskOrigin, TaskStart } from './hooks.js';
 
 /** Makes a queue executor (with Redis); see `queue.ts`. */
@@ -28,8 +31,8 @@ export type QueueFactory = (config: ResolvedExecutor, host: ExecutorHost, tasks:
 
 /** What the tasks layer needs. */
 export interface TasksOptions extends ExecutorHost {
-  /** The executors configured, by name (checked). */
-  readonly executors: ReadonlyMap<string, ResolvedExecutor>;
+  /** The executors configured (checked). */
+  readonly executors: ExecutorSet;
   /** Makes queue executors; without it (no Redis) a queue executor is refused. */
   readonly queue?: QueueFactory;
   /** The executors' board in Redis, for the cluster's figures; without it (no Redis) only this node's. */
@@ -42,25 +45,20 @@ export interface TasksOptions extends ExecutorHost {
 export class Tasks {
   private readonly registered = new Map<string, NormalizedTask>();
   private readonly seen = new WeakMap<object, NormalizedTask>();
-  /** The executors used but not configured, with their defaults (and the environment's), read once. */
-  private readonly defaults = new Map<string, ResolvedExecutor>();
   private readonly made = new Map<string, TaskExecutor>();
-  private jobPool: ThreadPool | undefined;
+  /** The threads of jobs with `thread: 'worker'`, a pool per set of limits. */
+  private readonly jobPools = new Map<string, ThreadPool>();
   private accepting = true;
   private consuming = false;
 
   constructor(private readonly opts: TasksOptions) {}
 
-  /** The configuration of the executor `name`: as configured, or the documented defaults (a `loop`). */
-  config(name: string): ResolvedExecutor {
-    const configured = this.opts.executors.get(name);
-    if (configured) return configured;
-    let defaults = this.defaults.get(name);
-    if (!defaults) {
-      defaults = resolveExecutor(name, undefined);
-      this.defaults.set(name, defaults);
-    }
-    return defaults;
+  /**
+   * The configuration of the executor `name`, which the task `task` names.
+   * @throws LeaseholdError `unknownExecutor` when it is not configured (and no catch-all is).
+   */
+  config(name: string, task = '?'): ResolvedExecutor {
+    return this.opts.executors.of(name, task);
   }
 
   /**
@@ -70,7 +68,7 @@ export class Tasks {
   add(definition: TaskDefinition<never, unknown> | TaskDefinition): NormalizedTask {
     if (!this.accepting) throw new LeaseholdError(ErrorCodes.invalidState, 'cannot add a task to a runner that is stopping or stopped');
     const task = this.check(definition);
-    if (this.registered.has(task.id)) throw new LeaseholdError(ErrorCodes.invalidTask, `task ${JSON.stringify(task.id)}: field "id": another task has the same id`);
+    if (this.registered.has(task.id)) throw leaseholdError(ErrorCodes.duplicateTask, { task: JSON.stringify(task.id) });
     this.registered.set(task.id, task);
     if (this.consuming && this.config(task.executor).kind === 'queue') this.executor(this.config(task.executor)).consume?.();
     return task;
@@ -99,6 +97,15 @@ export class Tasks {
     }
   }
 
+  /** One call of an `@Async` method, whose result its caller may ignore: see `call.ts`. */
+  call(id: string, payload: unknown): Promise<unknown> {
+    const executor = (): ResolvedExecutor | undefined => {
+      const task = this.registered.get(id);
+      return task && this.config(task.executor);
+    };
+    return callTask({ host: this.opts, submit: () => this.submit(id, payload), executor }, id);
+  }
+
   /** A submission checked: its executor, its task (with the submitter's trace context) and options. */
   private prepare(taskOrId: TaskDefinition<never, unknown> | TaskDefinition | string, payload: unknown, options: unknown): { executor: TaskExecutor; task: NormalizedTask; opts: NormalizedSubmit } {
     let task: NormalizedTask;
@@ -120,7 +127,7 @@ export class Tasks {
       try {
         structuredClone(payload);
       } catch (err) {
-        throw new LeaseholdError(ErrorCodes.invalidTask, `task "${task.id}" on worker executor "${config.name}": its payload cannot be passed to a worker thread: ${errorMessage(err)}`);
+        throw leaseholdError(ErrorCodes.invalidPayload, { task: JSON.stringify(task.id), kind: 'worker', executor: JSON.stringify(config.name), how: 'passed to a worker thread', problem: errorMessage(err) });
       }
     }
     // The submitter's trace context, carried by this submission (to a queue, to another node).
@@ -146,7 +153,7 @@ export class Tasks {
 
   /** Every executor's figures on this node: those made, and those configured but not used yet. */
   async stats(): Promise<ExecutorStats[]> {
-    const names = new Set([...this.opts.executors.keys(), ...this.made.keys()]);
+    const names = new Set([...this.opts.executors.named.keys(), ...this.made.keys()]);
     return Promise.all(
       [...names].sort().map(async (name) => {
         const made = this.made.get(name);
@@ -162,7 +169,7 @@ export class Tasks {
    * it made, and with `configured` those configured but unused, at zero.
    */
   localStats(configured = false): ExecutorStats[] {
-    const names = new Set([...(configured ? this.opts.executors.keys() : []), ...this.made.keys()]);
+    const names = new Set([...(configured ? this.opts.executors.named.keys() : []), ...this.made.keys()]);
     return [...names].sort().map((name) => {
       const made = this.made.get(name);
       if (made) return { ...made.localStats(), ...(made.config.kind === 'queue' ? {} : { instanceId: this.opts.instanceId }) };
@@ -185,13 +192,18 @@ export class Tasks {
    * signal is the run's: a timeout, lease loss, cancel or shutdown aborts the handler in the
    * thread, and the thread is terminated after a short grace.
    */
-  runJob(jobId: string, module: string, ctx: JobContext): Promise<unknown> {
-    // One thread per worker job at most: a job never overlaps itself.
-    this.jobPool ??= new ThreadPool({ name: 'jobs', maxThreads: 1_000, idleTimeoutMs: 60_000, clock: this.opts.clock, logger: this.opts.logger });
+  runJob(jobId: string, module: string, ctx: JobContext, resourceLimits?: WorkerResourceLimits): Promise<unknown> {
+    const key = limitsKey(resourceLimits);
+    let pool = this.jobPools.get(key);
+    if (!pool) {
+      // One thread per worker job at most: a job never overlaps itself.
+      pool = new ThreadPool({ name: 'jobs', maxThreads: 1_000, idleTimeoutMs: 60_000, clock: this.opts.clock, logger: this.opts.logger, resourceLimits });
+      this.jobPools.set(key, pool);
+    }
     const fields = { jobId: ctx.jobId, runId: ctx.runId, scheduledAt: ctx.scheduledAt, startedAt: ctx.startedAt, instanceId: ctx.instanceId, attempt: ctx.attempt, fencingToken: ctx.fencingToken };
     const { signal } = ctx;
     const hook: AbortHook = { onAbort: (listener) => (signal.aborted ? listener(signal.reason) : signal.addEventListener('abort', () => listener(signal.reason), { once: true })) };
-    return this.jobPool.run({ kind: 'job', module, id: jobId, ctx: fields }, hook);
+    return pool.run({ kind: 'job', module, id: jobId, ctx: fields }, hook);
   }
 
   /** Stops accepting tasks (before the runner's timer stops, so nothing new starts). */
@@ -201,9 +213,11 @@ export class Tasks {
 
   /**
    * Ends every executor (SPEC 3.6): none accepts more; each gives its tasks the grace, then
-   * interrupts the rest, reported in one line per executor; then the job threads end.
+   * interrupts the rest, reported in one line per executor. The job threads end once the runs
+   * have (`runsEnded`: the runner's stop, which gives them the same grace, then aborts the rest,
+   * whose threads are terminated and the runs recorded `interrupted`).
    */
-  async stop(graceMs: number): Promise<void> {
+  async stop(graceMs: number, runsEnded: Promise<unknown> = Promise.resolve()): Promise<void> {
     this.accepting = false;
     await Promise.all(
       [...this.made.values()].map(async (executor) => {
@@ -214,7 +228,11 @@ export class Tasks {
         if (interrupted > 0) this.opts.logger.warn({ executor: executor.name, interrupted }, 'executor "%s": %d task(s) interrupted by the shutdown', executor.name, interrupted);
       }),
     );
-    await this.jobPool?.close();
+    try {
+      await runsEnded;
+    } finally {
+      await Promise.all([...this.jobPools.values()].map((pool) => pool.close()));
+    }
     await this.opts.board?.stop();
   }
 
@@ -231,9 +249,10 @@ export class Tasks {
   /** Checks a task definition as `add` does, against this node's executors. */
   check(definition: unknown): NormalizedTask {
     const task = normalizeTask(definition);
-    const config = this.config(task.executor);
-    if (config.kind === 'queue' && !this.opts.queue) throw new LeaseholdError(ErrorCodes.invalidTask, `task "${task.id}": executor "${config.name}" is a queue executor, which needs Redis (configure redisUrl or another Redis option)`);
-    if (config.kind === 'worker' && task.module === undefined) throw new LeaseholdError(ErrorCodes.invalidTask, `task "${task.id}": field "module": executor "${config.name}" runs tasks in worker threads, which load the task from its module: give module: import.meta.url`);
+    const config = this.config(task.executor, task.id);
+    checkExecutorPeer(config);
+    if (config.kind === 'queue' && !this.opts.queue) throw leaseholdError(ErrorCodes.redisRequired, { what: `task ${JSON.stringify(task.id)}: the queue executor ${JSON.stringify(config.name)}`, alternative: ', or use a loop or worker executor' });
+    if (config.kind === 'worker' && task.module === undefined) throw leaseholdError(ErrorCodes.invalidTask, { task: JSON.stringify(task.id), field: 'module', problem: `executor "${config.name}" runs tasks in worker threads, which load the task from its module: give module: import.meta.url` });
     return task;
   }
 
@@ -245,7 +264,7 @@ export class Tasks {
     if (config.kind === 'loop') {
       executor = new LocalExecutor(config, host, (task, payload, ctx) => withTaskHook(host.hooks, start(task, ctx, config.kind), () => task.run(payload, ctx)));
     } else if (config.kind === 'worker') {
-      const pool = new ThreadPool({ name: config.name, maxThreads: config.concurrency, idleTimeoutMs: config.idleTimeoutMs, clock: host.clock, logger: host.logger });
+      const pool = new ThreadPool({ name: config.name, maxThreads: config.concurrency, idleTimeoutMs: config.idleTimeoutMs, clock: host.clock, logger: host.logger, resourceLimits: config.resourceLimits });
       executor = new LocalExecutor(
         config,
         host,
@@ -258,7 +277,7 @@ export class Tasks {
       );
     } else {
       const make = this.opts.queue;
-      if (!make) throw new LeaseholdError(ErrorCodes.invalidTask, `executor "${config.name}" is a queue executor, which needs Redis`);
+      if (!make) throw leaseholdError(ErrorCodes.redisRequired, { what: `the queue executor ${JSON.stringify(config.name)}`, alternative: ', or use a loop or worker executor' });
       executor = make(config, host, (id) => this.registered.get(id));
     }
     this.made.set(config.name, executor);

@@ -4,7 +4,7 @@
  * lease watch, outcome and events) stays the runner's, on the event loop.
  * @module
  */
-import { ErrorCodes, LeaseholdError } from '../errors.js';
+import { ErrorCodes, leaseholdError } from '../errors.js';
 import { normalizeJob, type JobContext } from '../schedule/job.js';
 import type { Tasks } from './index.js';
 
@@ -21,10 +21,10 @@ export function withThread<T>(definition: T, tasks: Pick<Tasks, 'runJob'>): T {
   if (job.thread !== 'worker') return definition;
   const module = job.module;
   if (module === undefined) {
-    throw new LeaseholdError(ErrorCodes.invalidJob, `job ${JSON.stringify(job.id)}: field "module": a job on a worker thread is loaded there from its module: give module: import.meta.url (the CLI fills it in with the jobs module)`);
+    throw leaseholdError(ErrorCodes.invalidJob, { job: JSON.stringify(job.id), field: 'module', problem: 'a job on a worker thread is loaded there from its module: give module: import.meta.url (the CLI fills it in with the jobs module)' });
   }
-  const id = job.id;
-  return { ...definition, run: (ctx: JobContext) => tasks.runJob(id, module, ctx) };
+  const { id, resourceLimits } = job;
+  return { ...definition, run: (ctx: JobContext) => tasks.runJob(id, module, ctx, resourceLimits) };
 }
 
 /** Whether a definition may ask for a worker thread (a `thread` that cannot be read is checked by {@link normalizeJob}). */

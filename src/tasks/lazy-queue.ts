@@ -1,21 +1,24 @@
 /**
  * Queue executors made without loading BullMQ: the library is imported with the first queue
  * executor a node uses, so a node with none pays neither its start-up time nor its memory
- * (about 0.3 s and 15 MB).
+ * (about 0.3 s and 15 MB). BullMQ is an optional peer dependency: without it, a queue executor is
+ * refused when a task names it (`missingPeer`).
  * @module
  */
+import { errorMessage } from '../errors.js';
+import { importPeer } from '../peer.js';
 import type { ResolvedExecutor } from './config.js';
 import type { ExecutorStats, TaskExecutor } from './executor.js';
 import type { QueueFactory } from './index.js';
 import type { ExecutorHost } from './local.js';
-import type { QueueRedis } from './queue.js';
+import type { QueueConnect } from './queue.js';
 import type { NormalizedSubmit, NormalizedTask, TaskHandle } from './task.js';
 
 /** Makes queue executors on the runner's Redis; BullMQ is loaded with the first one. */
-export function queueExecutor(where: QueueRedis, prefix: string): QueueFactory {
+export function queueExecutor(connect: QueueConnect, prefix: string): QueueFactory {
   let factory: Promise<QueueFactory> | undefined;
   return (config, host, lookup) => {
-    factory ??= import('./queue.js').then((m) => m.queueExecutor(where, prefix));
+    factory ??= importPeer('bullmq', 'queue executors', () => import('./queue.js')).then((m) => m.queueExecutor(connect, prefix));
     return new LazyExecutor(config, host, factory.then((make) => make(config, host, lookup)));
   };
 }
@@ -33,7 +36,7 @@ class LazyExecutor implements TaskExecutor {
       (executor) => {
         this.loaded = executor;
       },
-      (err: unknown) => host.logger.error({ err, executor: config.name }, 'executor "%s": BullMQ could not be loaded', config.name),
+      (err: unknown) => host.logger.error({ err: { message: errorMessage(err) }, executor: config.name }, 'executor "%s": BullMQ could not be loaded: %s', config.name, errorMessage(err)),
     );
   }
 
@@ -46,6 +49,7 @@ class LazyExecutor implements TaskExecutor {
   }
 
   consume(): void {
+    // A BullMQ that could not be loaded was logged once, as this executor was made.
     this.ready.then((executor) => executor.consume?.(), () => undefined);
   }
 

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { waitAtMost, type Timers, type TimerHandle } from '../clock.js';
 import type { Logger } from '../logger.js';
-import { ErrorCodes, LeaseholdError } from '../errors.js';
+import { ErrorCodes, LeaseholdError, leaseholdError } from '../errors.js';
 import type { Emitter } from '../runner/events.js';
 import type { ResolvedExecutor } from './config.js';
 import type { TaskHooks } from './hooks.js';
@@ -48,7 +48,7 @@ export class LocalExecutor implements TaskExecutor {
   private readonly byId = new Map<string, Entry>();
   private readonly counters = new Counters();
   private readonly deadlines: Deadlines;
-  /** Task ids made here: a random prefix of this executor and a sequence number (a UUID per task costs more than a small task). */
+  /** Task ids made here: a random prefix of this executor and a sequence number, not a UUID per task (docs/benchmarks.md, S6). */
   private readonly idPrefix = randomBytes(8).toString('hex');
   private idSeq = 0;
   private accepting = true;
@@ -86,7 +86,7 @@ export class LocalExecutor implements TaskExecutor {
       if (same) return same.handle;
     }
     if (this.queued >= config.queueLimit) {
-      throw new LeaseholdError(ErrorCodes.queueFull, `executor "${config.name}": task "${task.id}" not accepted, ${this.queued} tasks wait already (queueLimit ${config.queueLimit})`);
+      throw leaseholdError(ErrorCodes.queueFull, { executor: JSON.stringify(config.name), task: JSON.stringify(task.id), queued: this.queued, limit: config.queueLimit });
     }
     const taskId = opts.id ?? `${this.idPrefix}-${++this.idSeq}`;
     const entry: Entry = {

@@ -9,9 +9,8 @@
 import { randomUUID } from 'node:crypto';
 import { Job, Queue, QueueEvents, UnrecoverableError, WaitingError, Worker } from 'bullmq';
 import { sleep, waitAtMost } from '../clock.js';
-import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
-import type { RedisTarget } from '../redis/target.js';
-import { createRedis, type RedisClient } from '../redis/connection.js';
+import { ErrorCodes, LeaseholdError, errorMessage, leaseholdError } from '../errors.js';
+import type { RedisClient } from '../redis/connection.js';
 import { keys } from '../redis/keys.js';
 import type { ResolvedExecutor } from './config.js';
 import type { QueueFactory } from './index.js';
@@ -24,8 +23,11 @@ import type { NormalizedSubmit, NormalizedTask, TaskHandle } from './task.js';
 /** How often a result still awaited is read off the queue, besides the queue's events, ms. */
 const RESULT_READ_MS = 10_000;
 
-/** Where the queues' Redis is: the runner's own target or client. */
-export type QueueRedis = { readonly target: RedisTarget } | { readonly client: RedisClient };
+/**
+ * Makes a connection (a `queue` one) for the BullMQ objects of the executor `executor`; the
+ * executor closes the connections it was given, within its bounded close.
+ */
+export type QueueConnect = (executor: string) => RedisClient;
 
 /** What a queued task carries. */
 interface QueuedData {
@@ -54,8 +56,8 @@ export async function queueCounts(redis: RedisClient, prefix: string, name: stri
 }
 
 /** Makes queue executors on the runner's Redis, with connections of their own. */
-export function queueExecutor(where: QueueRedis, prefix: string): QueueFactory {
-  return (config, host, lookup) => new QueueExecutor(config, host, lookup, where, prefix);
+export function queueExecutor(connect: QueueConnect, prefix: string): QueueFactory {
+  return (config, host, lookup) => new QueueExecutor(config, host, lookup, connect, prefix);
 }
 
 /** A `queue` executor. Its Queue is made on the first submit, its Worker when this node registers one of its tasks. */
@@ -75,7 +77,7 @@ class QueueExecutor implements TaskExecutor {
     readonly config: ResolvedExecutor,
     private readonly host: ExecutorHost,
     private readonly lookup: (id: string) => NormalizedTask | undefined,
-    private readonly where: QueueRedis,
+    private readonly connect: QueueConnect,
     private readonly prefix: string,
   ) {
     this.queueName = `{${config.name}}`;
@@ -86,8 +88,7 @@ class QueueExecutor implements TaskExecutor {
   }
 
   private connection(): RedisClient {
-    const c = createRedis({ role: 'queue', ...this.where });
-    c.on('error', (err: Error) => this.host.logger.debug({ err: { message: err.message }, executor: this.config.name }, 'queue connection error'));
+    const c = this.connect(this.config.name);
     this.connections.push(c);
     return c;
   }
@@ -119,7 +120,7 @@ class QueueExecutor implements TaskExecutor {
     try {
       json = JSON.stringify(payload);
     } catch (err) {
-      throw new LeaseholdError(ErrorCodes.invalidTask, `task "${task.id}" on queue executor "${config.name}": its payload cannot be serialised as JSON: ${errorMessage(err)}`);
+      throw leaseholdError(ErrorCodes.invalidPayload, { task: JSON.stringify(task.id), kind: 'queue', executor: JSON.stringify(config.name), how: 'serialised as JSON', problem: errorMessage(err) });
     }
     const data: QueuedData = { p: json === undefined ? null : (JSON.parse(json) as unknown), t: opts.timeoutMs ?? task.timeoutMs ?? config.timeoutMs, ...(task.origin ? { c: task.origin } : {}) };
     const attempts = opts.attempts ?? config.attempts;
@@ -166,11 +167,16 @@ class QueueExecutor implements TaskExecutor {
     for (;;) {
       await sleep(this.host.clock, RESULT_READ_MS);
       if (done() || !this.accepting) return new Promise<never>(() => undefined);
-      const found = await Job.fromId(this.getQueue(), id).catch(() => undefined);
-      const state = await found?.getState().catch(() => undefined);
+      const found = await Job.fromId(this.getQueue(), id).catch((err: unknown) => void this.readFailed(id, err));
+      const state = await found?.getState().catch((err: unknown) => void this.readFailed(id, err));
       if (state === 'completed') return found?.returnvalue;
       if (state === 'failed') throw new Error(found?.failedReason ?? 'failed');
     }
+  }
+
+  /** A read of a task's outcome failed: the next read (or the queue's event) tells it. */
+  private readFailed(id: string, err: unknown): void {
+    this.host.logger.debug({ error: errorMessage(err), executor: this.config.name, taskId: id }, 'reading the outcome of task %s off the queue failed; read again in %d s', id, RESULT_READ_MS / 1000);
   }
 
   /** Runs one task off the queue. */
@@ -247,7 +253,7 @@ class QueueExecutor implements TaskExecutor {
     const local = this.counters.snapshot();
     const counts = await this.getQueue()
       .getJobCounts('active', 'waiting', 'delayed', 'prioritized', 'completed', 'failed')
-      .catch(() => undefined);
+      .catch((err: unknown) => void this.host.logger.debug({ error: errorMessage(err), executor: config.name }, 'reading the counts of queue "%s" failed; this node\'s own are shown', config.name));
     return {
       name: config.name,
       kind: config.kind,

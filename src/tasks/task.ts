@@ -4,9 +4,10 @@
  * @module
  */
 import type { Logger } from '../logger.js';
-import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
+import { ErrorCodes, LeaseholdError, errorMessage, leaseholdError } from '../errors.js';
 import { JOB_ID_PATTERN } from '../schedule/job.js';
-import { describe, parseDuration, type Duration } from '../schedule/duration.js';
+import { checksDeferred } from '../schedule/deferred.js';
+import { describe, readDuration, type Duration } from '../schedule/duration.js';
 import type { TaskOrigin } from './hooks.js';
 
 /** What a task's handler receives beside its payload. */
@@ -34,7 +35,11 @@ export type TaskHandler<P = unknown, R = unknown> = (payload: P, ctx: TaskContex
 export interface TaskDefinition<P = unknown, R = unknown> {
   /** Unique id: letters, digits, `.`, `_`, `-`, `:` (as a job id). */
   readonly id: string;
-  /** The executor it runs on, by name. Default `default` (an event-loop executor unless configured otherwise). */
+  /**
+   * The executor it runs on, by name: a configured one (a name nobody configured is refused with
+   * `unknownExecutor`, unless the executors have a catch-all entry `'*'`). Default `default` (an
+   * event-loop executor unless configured otherwise).
+   */
   readonly executor?: string;
   /**
    * The module that exports this task (its `import.meta.url`), loaded in a worker thread to run
@@ -75,12 +80,12 @@ const KEYS = new Set(['id', 'executor', 'module', 'timeout', 'run']);
  * @throws LeaseholdError `invalidTask` naming the task and the field.
  */
 export function defineTask<P = unknown, R = unknown>(task: TaskDefinition<P, R>): TaskDefinition<P, R> {
-  normalizeTask(task);
+  if (!checksDeferred()) normalizeTask(task);
   return task;
 }
 
 function fail(name: string, field: string, message: string): never {
-  throw new LeaseholdError(ErrorCodes.invalidTask, `task ${name}: field "${field}": ${message}`);
+  throw leaseholdError(ErrorCodes.invalidTask, { task: name, field, problem: message });
 }
 
 /** Checks a task definition and converts it. */
@@ -91,7 +96,7 @@ export function normalizeTask(input: unknown): NormalizedTask {
   const source = input as Record<string, unknown>;
   const id = source['id'];
   if (typeof id !== 'string' || !JOB_ID_PATTERN.test(id)) {
-    throw new LeaseholdError(ErrorCodes.invalidTask, `task ${describe(id)}: field "id": must be 1 to 128 letters, digits, ".", "_", "-" or ":"`);
+    throw leaseholdError(ErrorCodes.invalidTask, { task: describe(id), field: 'id', problem: 'must be 1 to 128 letters, digits, ".", "_", "-" or ":"' });
   }
   const name = JSON.stringify(id);
   for (const key of Object.keys(source)) if (!KEYS.has(key)) fail(name, key, `unknown field (known: ${[...KEYS].join(', ')})`);
@@ -103,7 +108,7 @@ export function normalizeTask(input: unknown): NormalizedTask {
   let timeoutMs: number | undefined;
   if (source['timeout'] !== undefined) {
     try {
-      timeoutMs = parseDuration(source['timeout'], 'timeout');
+      timeoutMs = readDuration(source['timeout'], 'timeout');
     } catch (err) {
       fail(name, 'timeout', errorMessage(err));
     }
@@ -137,7 +142,7 @@ export function normalizeSubmit(task: string, opts: unknown): NormalizedSubmit {
   const duration = (field: string, zero: boolean): number | undefined => {
     if (o[field] === undefined) return undefined;
     try {
-      return parseDuration(o[field], field, zero);
+      return readDuration(o[field], field, zero);
     } catch (err) {
       return bad(field, errorMessage(err));
     }

@@ -1,7 +1,8 @@
 /**
  * What crosses between a node and a worker thread: the message that asks a thread to run a
  * task's or a job's handler, the messages on its port (log lines one way, the abort the
- * other), and the envelope of the answer.
+ * other), the envelope of the answer, and the mark that tells a module it is loaded in a
+ * leasehold worker thread.
  * @module
  */
 import type { ErrorCode } from '../errors.js';
@@ -13,8 +14,8 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /**
  * What a thread is asked to run. Aborts reach the thread, and log lines the node, on the pool's
- * two broadcast channels (`<channel>:down`, `<channel>:up`), not a channel per task: making and
- * transferring a port costs more than a small task.
+ * two broadcast channels (`<channel>:down`, `<channel>:up`) rather than a port made and
+ * transferred per task, which would cost more than a small task does.
  */
 export interface ThreadRequest {
   /** The request's number, which an abort names. */
@@ -52,3 +53,33 @@ export interface AbortMessage {
 
 /** The thread's answer. */
 export type ThreadAnswer = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: unknown; readonly code?: ErrorCode };
+
+/**
+ * The mark a leasehold worker thread sets on its global object before it loads any module: a
+ * registered symbol, so every copy of leasehold in the thread sees it (the package's, and one
+ * a `.ts` module reaches through tsx).
+ */
+const WORKER_THREAD = Symbol.for('leasehold.workerThread');
+
+/** Marks this thread as a leasehold worker thread (the thread's entry does, before it loads a task's or job's module). */
+export function markWorkerThread(): void {
+  (globalThis as { [WORKER_THREAD]?: boolean })[WORKER_THREAD] = true;
+}
+
+/**
+ * Whether this code runs in a thread that leasehold made to run a worker task or a job with
+ * `thread: 'worker'`. Such a thread imports the task's or job's `module` again, top-level code
+ * included: a module that also starts a server or a runner guards that code with
+ * `if (!isWorkerThread())` (or better, keeps its worker tasks in a module of their own without
+ * side effects). False on the main thread and in threads leasehold did not make.
+ *
+ * @example
+ * ```ts
+ * import { isWorkerThread } from 'leasehold';
+ *
+ * if (!isWorkerThread()) await startServer();
+ * ```
+ */
+export function isWorkerThread(): boolean {
+  return (globalThis as { [WORKER_THREAD]?: boolean })[WORKER_THREAD] === true;
+}

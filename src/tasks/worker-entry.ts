@@ -1,16 +1,22 @@
 /**
  * The worker thread's side: loads the module of a task or job (a `.ts` one through tsx's
  * scoped `tsImport`, as the CLI loads a `.ts` jobs module, since a thread does not inherit the
- * hooks of the process), finds the task or job by id among its exports, and runs its handler
- * with a context whose signal the node aborts and whose log lines reach the node's logger.
+ * hooks of the process), finds the task or job by id among its exports (or a decorated method
+ * of that name on an instance it exports), and runs its handler with a context whose signal the
+ * node aborts and whose log lines reach the node's logger.
  * @module
  */
 import { extname, isAbsolute } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { BroadcastChannel } from 'node:worker_threads';
 import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
+import { typeScriptLoader } from '../peer.js';
+import { findDecorated, refuseAsyncInThread } from '../decorators/lookup.js';
 import type { Logger } from '../logger.js';
-import { type AbortMessage, type LogLevel, type ThreadAnswer, type ThreadRequest } from './thread.js';
+import { markWorkerThread, type AbortMessage, type LogLevel, type ThreadAnswer, type ThreadRequest } from './thread.js';
+
+// Before any task's or job's module is loaded: `isWorkerThread()` answers true in them.
+markWorkerThread();
 
 const TS_EXTENSIONS = new Set(['.ts', '.mts', '.cts', '.tsx']);
 const modules = new Map<string, Promise<Record<string, unknown>>>();
@@ -21,7 +27,11 @@ function load(module: string): Promise<Record<string, unknown>> {
   let loaded = modules.get(url);
   if (!loaded) {
     const typeScript = TS_EXTENSIONS.has(extname(new URL(url).pathname));
-    loaded = (typeScript ? import('tsx/esm/api').then((tsx) => tsx.tsImport(url, import.meta.url)) : import(url)) as Promise<Record<string, unknown>>;
+    loaded = (typeScript && typeScriptLoader() === 'tsx' ? import('tsx/esm/api').then((tsx) => tsx.tsImport(url, import.meta.url)) : import(url)).then((mod: Record<string, unknown>) => {
+      // No runner here: an @Async method called in this thread says so.
+      refuseAsyncInThread(mod);
+      return mod;
+    });
     modules.set(url, loaded);
   }
   return loaded;
@@ -74,7 +84,7 @@ class Running {
 }
 
 /** What a module exports, by module, kind and id: found once per thread. */
-const found = new Map<string, { run: (...args: unknown[]) => unknown } | undefined>();
+const found = new Map<string, { run: (...args: unknown[]) => unknown } | LeaseholdError | undefined>();
 
 function channelsOf(name: string): { up: BroadcastChannel; down: BroadcastChannel } {
   let c = channels.get(name);
@@ -128,9 +138,16 @@ export default async function runInThread(req: ThreadRequest): Promise<ThreadAns
       return { ok: false, code: ErrorCodes.invalidModule, error: `${req.kind} "${req.id}": its module ${req.module} failed to load in a worker thread: ${errorMessage(err)}` };
     }
     const key = `${req.kind}\u0000${req.id}\u0000${req.module}`;
-    if (!found.has(key)) found.set(key, find(mod, req.kind, req.id));
+    if (!found.has(key)) found.set(key, find(mod, req.kind, req.id) ?? findDecorated(mod, req.module, req.kind, req.id));
     const handler = found.get(key);
-    if (!handler) return { ok: false, code: ErrorCodes.unknownTask, error: `${req.kind} "${req.id}": its module ${req.module} does not export it (a worker thread finds a ${req.kind} among the module's exports, or in an exported array)` };
+    if (handler instanceof LeaseholdError) return { ok: false, code: handler.code, error: handler.message };
+    if (!handler) {
+      return {
+        ok: false,
+        code: ErrorCodes.unknownTask,
+        error: `${req.kind} "${req.id}": its module ${req.module} does not export it (a worker thread finds a ${req.kind} among the module's exports or in an exported array, and a decorated method on an instance the module exports)`,
+      };
+    }
     const c = req.ctx;
     const attempt = typeof c['attempt'] === 'number' && c['attempt'] > 1 ? { attempt: c['attempt'] } : {};
     // The bindings the node's own logger would give: the task's, or the run's.

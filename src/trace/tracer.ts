@@ -26,9 +26,8 @@ export const TraceAttributes = {
   skipReason: 'leasehold.skip.reason',
 } as const;
 
-/** What the tracer hooks into: the runner core's hooks slot and its events. */
+/** What the tracer listens to besides its run hooks: the scheduler's skipped starts. */
 export interface TracedRunner {
-  hooks: RunHooks | undefined;
   on(event: 'skipped', fn: (e: SkippedEvent) => void): () => void;
 }
 
@@ -123,18 +122,13 @@ export interface AttachedTracing {
 }
 
 /**
- * Traces a runner's runs with the globally registered tracer provider (a no-op until an SDK
- * registers one).
+ * Attaches a tracer's run hooks, which the scheduler was built with, to its events: a start
+ * skipped while a run goes on becomes an event of that run's span.
  */
-export function attachTracing(runner: TracedRunner, tracer?: Tracer): AttachedTracing {
-  const hooks = runTracer(tracer);
-  runner.hooks = hooks;
+export function attachTracing(runner: TracedRunner, hooks: RunTracer): AttachedTracing {
   const off = runner.on('skipped', (e) => hooks.skipped(e));
   return {
     logFields: (runId) => hooks.logFields(runId),
-    detach() {
-      off();
-      if (runner.hooks === hooks) runner.hooks = undefined;
-    },
+    detach: off,
   };
 }

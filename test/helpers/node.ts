@@ -35,9 +35,14 @@ after(() => {
 
 /** Runs `leasehold <args>` with extra environment; stdout is parsed as pino JSON lines. */
 export function spawnLeasehold(args: string[], env: Record<string, string | undefined> = {}, extra: { preload?: Record<string, string> } = {}): NodeProc {
-  const child = spawn(process.execPath, [BIN, ...args], {
-    cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: 'debug', ...extra.preload, ...env },
+  return spawnNode([BIN, ...args], { LOG_LEVEL: 'debug', ...extra.preload, ...env }, ROOT);
+}
+
+/** Runs `node <argv>` in `cwd` with extra environment; stdout is parsed as JSON lines. */
+export function spawnNode(argv: string[], env: Record<string, string | undefined> = {}, cwd = ROOT): NodeProc {
+  const child = spawn(process.execPath, argv, {
+    cwd,
+    env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.add(child);
@@ -106,6 +111,9 @@ export function spawnLeasehold(args: string[], env: Record<string, string | unde
 /** Runs `leasehold <args>` to completion. */
 export async function runLeasehold(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const p = spawnLeasehold(args, env);
+  const closed = new Promise<void>((resolve) => p.child.once('close', () => resolve()));
   const { code } = await p.exited;
+  // 'exit' may come before the last of its output is read: wait for its pipes to close (bounded).
+  await Promise.race([closed, new Promise<void>((resolve) => setTimeout(resolve, 2_000).unref())]);
   return { code, stdout: p.stdout(), stderr: p.stderr() };
 }

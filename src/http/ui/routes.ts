@@ -10,7 +10,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ReadAccess } from '../auth.js';
 import { READ_COOKIE } from '../auth.js';
 import type { StatusEvents } from '../events.js';
-import { send } from '../problem.js';
+import type { AuthFailures } from '../auth-failures.js';
+import { send, tooManyFailures } from '../problem.js';
 import { LOGIN_CSP, PAGE_CSP, loginHtml, pageHtml, type Assets } from './assets.js';
 
 /** What the page's routes need. */
@@ -18,6 +19,8 @@ export interface UiRoutesOptions {
   /** The built files; undefined when not built (the page answers 503 and says so). */
   readonly assets: Assets | undefined;
   readonly access: ReadAccess;
+  /** Where a wrong token at the sign-in is counted. */
+  readonly failures: AuthFailures;
   /** Whether an admin token is configured. */
   readonly adminEnabled: boolean;
   /** Whether `GET /metrics` needs its own token. */
@@ -106,11 +109,17 @@ export function registerUiRoutes(app: FastifyInstance, opts: UiRoutesOptions): v
   // folder of this route (`/manage`, or `/<prefix>/manage` behind a proxy's path prefix).
   app.post('/manage/login', { schema: { headers: opts.headers, querystring: opts.query } }, async (req, reply) => {
     if (!access.protected) return reply.code(303).header('location', 'ui').send();
+    const wait = opts.failures.retryAfter(req.ip);
+    if (wait > 0) return tooManyFailures(reply, wait);
     const token = tokenOf(req.body);
     const session = token === undefined ? undefined : access.signIn(token);
-    if (session === undefined) return htmlHeaders(reply.code(401), LOGIN_CSP).send(loginHtml('login', 'That is not the read token.'));
+    if (session === undefined) {
+      if (token !== undefined && token !== '') opts.failures.fail(req.ip, req.routeOptions.url ?? '/manage/login');
+      return htmlHeaders(reply.code(401), LOGIN_CSP).send(loginHtml('login', 'That is not the read token.'));
+    }
+    // Secure when the request came over TLS, to this node or (with trustProxy) to its proxy.
     const secure = req.protocol === 'https' ? '; Secure' : '';
-    return reply.code(303).header('set-cookie', `${READ_COOKIE}=${session}; HttpOnly; SameSite=Strict${secure}`).header('location', 'ui').send();
+    return reply.code(303).header('set-cookie', `${READ_COOKIE}=${session}; Max-Age=${access.cookieMaxAge}; HttpOnly; SameSite=Strict${secure}`).header('location', 'ui').send();
   });
 
   app.post('/manage/logout', { schema: { headers: opts.headers, querystring: opts.query } }, async (req, reply) => {

@@ -7,17 +7,21 @@
   batches of several jobs on a single Redis (one command for a whole flush);
   on a Redis Cluster one call carries one job (its keys share its hash tag).
 
-  Input, for job j = 1..N (N = #KEYS / 4; a job's keys share its hash tag):
-    KEYS[4j-3] stats      hash  the job's cluster-wide counters and last outcome
-    KEYS[4j-2] instances  hash  per-instance fields `<instanceId>.<field>`
-    KEYS[4j-1] runs       list  recent runs, newest first, JSON strings
-    KEYS[4j]   batches    hash  writer id -> `<highest applied sequence number>:<server time ms>`,
-                                the time this writer last renewed the hash's expiry
+  Input, for job j = 1..N (N = #KEYS / 5; a job's keys share its hash tag):
+    KEYS[5j-4] stats      hash  the job's cluster-wide counters and last outcome
+    KEYS[5j-3] instances  hash  per-instance fields `<instanceId>.<field>`
+    KEYS[5j-2] runs       list  recent runs, newest first, JSON strings
+    KEYS[5j-1] state      hash  the claim state: its running marker `run` and the tokens
+                                recorded lost `lost` (see claim.lua)
+    KEYS[5j]   writers    hash  per writer, two fields:
+                                `<writer>.seq`       its highest applied sequence number
+                                `<writer>.renewedAt` server time (ms) it last renewed the
+                                                     hash's expiry
 
     ARGV[1] runsCap    integer  length of the recent runs list, > 0
     ARGV[2] keepMs     integer  ms; a writer not heard of for this long is forgotten (its
-                                field is removed when another writer's first batch comes),
-                                and the batches hash expires this long after the last batch
+                                fields are removed when another writer's first batch comes),
+                                and the writers hash expires this long after the last batch
                                 (a hundredth of it less at most: see the end of apply)
     ARGV[3j]   writer  string   id of the writing node's stats writer (instance id and a nonce)
     ARGV[3j+1] seq     integer  the batch's sequence number, increasing per writer
@@ -35,19 +39,36 @@
                          set       object   field -> string, set as given (nextDueAt, seenAt ...)
                          inst      object   { id, incr, last, set } for the writer's instance
                          runs      array    JSON strings, oldest first
+                         leaseLost array    runs a claim may have recorded lost: their lease
+                                            was lost as they ran or not released, each
+                                            { token, incr, last, fails, runs }, or their
+                                            claim got no answer, { tick, holder, incr, ... }.
+                                            One counts unless a claim recorded its token (or
+                                            tick) lost (the state's `lost`), and clears the
+                                            running marker when it is that run: one record
+                                            per token, and per tick
 
   Output: one reply per job, in input order (each job is applied on its own):
-    1                   its batch was applied
+    {'applied', streak} its batch was applied; streak is the job's failing streak before
+                        it (the stats hash's `streak`), or -1 when the batch holds no run
+                        that counts for the streak (it was not read)
     0                   its writer had applied this batch before: nothing changed
-    {'error', message}  its seq or batch is invalid (nothing changed), or applying
-                        it failed (a key of the wrong type)
+    {'error', message}  its seq or batch is invalid, or a counter it adds to holds
+                        no integer: nothing of it is counted. Redis refusing a write
+                        for reasons of its own (READONLY, NOREPLICAS, OOM) fails the
+                        whole call instead: no batch is to blame
+    {'corrupt', key, found, want}
+                        a key it writes holds a `found` (a Redis type) where a
+                        `want` is kept (something else wrote it). Every key a batch
+                        writes is checked before its first write: nothing of the
+                        job changed, and the other jobs' batches apply as ever
   A call whose keys and arguments do not match, or whose runsCap or keepMs is
   invalid, is refused as a whole.
 ]]
 local runsCap = tonumber(ARGV[1])
 local keepMs = tonumber(ARGV[2])
-if #KEYS == 0 or #KEYS % 4 ~= 0 or #ARGV ~= 2 + (#KEYS / 4) * 3 then
-  return redis.error_reply('ERR leasehold record: expects 4 keys and 3 arguments per job')
+if #KEYS == 0 or #KEYS % 5 ~= 0 or #ARGV ~= 2 + (#KEYS / 5) * 3 then
+  return redis.error_reply('ERR leasehold record: expects 5 keys and 3 arguments per job')
 end
 if not runsCap or runsCap < 1 then
   return redis.error_reply('ERR leasehold record: runsCap must be a positive integer')
@@ -57,7 +78,7 @@ if not keepMs or keepMs < 1 then
 end
 
 local COUNTERS = {
-  'runs', 'succeeded', 'failed', 'timedOut', 'lockLost', 'interrupted', 'cancelled',
+  'runs', 'succeeded', 'failed', 'timedOut', 'lockLost', 'lost', 'interrupted', 'cancelled',
   'overruns', 'skipped', 'skippedClaimed', 'skippedPaused', 'missed', 'streak',
 }
 local TEXTS = {
@@ -73,10 +94,29 @@ local function int(n)
   return string.format('%d', n)
 end
 
+-- A read of `key` (`redis.pcall` of `command` and `...`): its reply, or nil when the key holds
+-- another type (the read fails with WRONGTYPE). The read is the key's type check: a key read
+-- before it is written needs no TYPE of its own. Any other error is raised as ever.
+local function read(command, key, ...)
+  local reply = redis.pcall(command, key, ...)
+  if type(reply) == 'table' and reply.err then
+    if string.sub(reply.err, 1, 9) == 'WRONGTYPE' then return nil end
+    error(reply)
+  end
+  return reply
+end
+
+-- The answer for `key` of the wrong type: TYPE is asked only here, to name what it holds.
+local function corrupt(key, want)
+  return {'corrupt', key, redis.call('TYPE', key)['ok'], want}
+end
+
 -- Applies a job's changes to one hash in two commands: one HMGET of the fields it reads (the
 -- counters to add to and the fields that decide), one HSET of every field it writes. The
 -- script runs atomically, so reading and writing back is as safe as HINCRBY field by field,
--- and a counter that holds no integer is refused before anything is written.
+-- and a counter that holds no integer is refused before anything is written. The HMGET is
+-- the hash's type check too: hash() answers nil for a key of another type (a hash with no
+-- field to read asks its TYPE instead).
 local Hash = {}
 Hash.__index = Hash
 
@@ -85,8 +125,12 @@ local function hash(key, prefix, reads)
   local names = {}
   for i, field in ipairs(reads) do names[i] = prefix .. field end
   if #names > 0 then
-    local values = redis.call('HMGET', key, unpack(names))
+    local values = read('HMGET', key, unpack(names))
+    if not values then return nil end
     for i, field in ipairs(reads) do self.stored[field] = values[i] end
+  else
+    local found = redis.call('TYPE', key)['ok']
+    if found ~= 'none' and found ~= 'hash' then return nil end
   end
   return self
 end
@@ -145,58 +189,118 @@ local function counted(fields, into)
   end
 end
 
--- Creates the absent ones of `counters` (as '0') and `texts` (as '') in one read and one write.
-local function createMissing(key, prefix, counters, texts)
+-- Creates the absent ones of `counters` (as '0') and `texts` (as '') with the hash's write. The
+-- fields hash() did not read are read here, in one HMGET (none when it read them all).
+function Hash:createMissing(counters, texts)
   local fields = {}
   for _, field in ipairs(counters) do fields[#fields + 1] = field end
   for _, field in ipairs(texts) do fields[#fields + 1] = field end
-  local h = hash(key, prefix, fields)
-  for i, field in ipairs(fields) do
-    if not h.stored[field] then h:set(field, i <= #counters and '0' or '') end
+  local unread, names = {}, {}
+  for _, field in ipairs(fields) do
+    if self.stored[field] == nil then
+      unread[#unread + 1] = field
+      names[#names + 1] = self.prefix .. field
+    end
   end
-  return h
+  if #names > 0 then
+    local values = redis.call('HMGET', self.key, unpack(names))
+    for i, field in ipairs(unread) do self.stored[field] = values[i] end
+  end
+  for i, field in ipairs(fields) do
+    if not self.stored[field] and self.out[field] == nil then self:set(field, i <= #counters and '0' or '') end
+  end
 end
 
 local time = redis.call('TIME')
 local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
-local function apply(statsKey, instancesKey, runsKey, batchesKey, writer, seq, batch)
-  local entry = redis.call('HGET', batchesKey, writer)
-  local applied = entry and tonumber(string.match(entry, '^(%d+)'))
+-- Removes the fields of the writers that last renewed before `before` (ms), and any field
+-- that is not a writer's `.seq` or `.renewedAt` with its `.renewedAt` beside it.
+local function forgetWriters(writersKey, before)
+  local all = redis.call('HGETALL', writersKey)
+  local renewedAt = {}
+  for i = 1, #all, 2 do
+    local writer = string.match(all[i], '^(.*)%.renewedAt$')
+    if writer then renewedAt[writer] = tonumber(all[i + 1]) end
+  end
+  for i = 1, #all, 2 do
+    local writer = string.match(all[i], '^(.*)%.seq$') or string.match(all[i], '^(.*)%.renewedAt$')
+    local at = writer and renewedAt[writer]
+    if not at or at < before then
+      redis.call('HDEL', writersKey, all[i])
+    end
+  end
+end
+
+-- Adds to `batch` the runs of `leaseLost` that no claim recorded lost: neither their token nor,
+-- for a claim that got no answer, their tick is in the state's `lost` list (see claim.lua).
+-- Returns the fields to set in the state hash (nothing is written here): `run` cleared when
+-- the running marker is one of them (the run is recorded here, so no later claim finds it
+-- lost), and `gaveUp.<holder>` for a claim that got no answer, so Redis never grants it if it
+-- reaches Redis only now. A state key of another type (damaged) holds no marker and no lost
+-- run, and no claim can record one while it is damaged: the runs count, and it is left alone.
+local function admitLeaseLost(stateKey, batch)
+  if type(batch.leaseLost) ~= 'table' or #batch.leaseLost == 0 then return {} end
+  local state = read('HMGET', stateKey, 'run', 'lost')
+  local damaged = not state
+  state = state or {}
+  local runToken, runTick, runHolder = string.match(state[1] or '', '^(%d+) (%-?%d+) %d+ [01] (.*)$')
+  local lostTokens, lostTicks = {}, {}
+  for token, tick in string.gmatch(state[2] or '', '(%d+):(%-?%d+)') do
+    lostTokens[tonumber(token)] = true
+    lostTicks[tonumber(tick)] = true
+  end
+  local function list(t) return type(t) == 'table' and t or {} end
+  local clear = false
+  local writes = {}
+  for _, e in ipairs(batch.leaseLost) do
+    local token = type(e) == 'table' and tonumber(e.token)
+    local tick = type(e) == 'table' and not token and tonumber(e.tick)
+    if (token and not lostTokens[token]) or (tick and not lostTicks[tick]) then
+      batch.incr = list(batch.incr)
+      for f, n in pairs(list(e.incr)) do batch.incr[f] = (tonumber(batch.incr[f]) or 0) + n end
+      local last = list(e.last)
+      if type(last.lastStartedAt) == 'string' and last.lastStartedAt >= (list(batch.last).lastStartedAt or '') then batch.last = last end
+      batch.fails = (tonumber(batch.fails) or 0) + (tonumber(e.fails) or 0)
+      batch.runs = list(batch.runs)
+      for _, r in ipairs(list(e.runs)) do batch.runs[#batch.runs + 1] = r end
+      if (token and token == tonumber(runToken)) or (tick and tick == tonumber(runTick) and e.holder == runHolder) then clear = true end
+      if tick and type(e.holder) == 'string' then
+        writes[#writes + 1] = 'gaveUp.' .. e.holder
+        writes[#writes + 1] = string.format('%d', tick)
+      end
+    end
+  end
+  if clear then
+    writes[#writes + 1] = 'run'
+    writes[#writes + 1] = ''
+  end
+  if damaged then return {} end
+  return writes
+end
+
+local function apply(statsKey, instancesKey, runsKey, stateKey, writersKey, writer, seq, batch)
+  local seqField = writer .. '.seq'
+  local renewedField = writer .. '.renewedAt'
+  -- Every key the batch writes is checked before the first write, by the read that comes
+  -- before its write (a read of a key of another type fails): the writers hash, the state hash
+  -- (when the batch has leaseLost runs: one of another type is not written), the stats hash,
+  -- the instance row. The runs list, which
+  -- is not read, by its type. A batch that finds one of the wrong type changes nothing.
+  local entry = read('HMGET', writersKey, seqField, renewedField)
+  if not entry then return corrupt(writersKey, 'hash') end
+  local applied = entry[1] and tonumber(entry[1])
   if applied and applied >= seq then
     return 0
   end
 
-  if not entry then
-    -- A writer's first batch of this job (a node started): forget writers long gone.
-    local all = redis.call('HGETALL', batchesKey)
-    for i = 1, #all, 2 do
-      local at = tonumber(string.match(all[i + 1], ':(%d+)$'))
-      if not at or at < nowMs - keepMs then
-        redis.call('HDEL', batchesKey, all[i])
-      end
-    end
-  end
-
+  local stateWrites = admitLeaseLost(stateKey, batch)
   local inst = batch.inst
   local instPrefix = nil
   if type(inst) == 'table' and type(inst.id) == 'string' then
     instPrefix = inst.id .. '.'
   end
-
-  -- Every node sends its init again each minute, so a hash deleted meanwhile is created again.
-  -- A stats hash that has its createdAt (set by an init alone, after the other fields) has had
-  -- every field created: one HEXISTS then, for each job and node (Redis work that grew with
-  -- the number of nodes). An instance's own row is its writer's alone.
-  if batch.init == true then
-    if redis.call('HEXISTS', statsKey, 'createdAt') == 0 then
-      createMissing(statsKey, '', COUNTERS, TEXTS):write()
-      if type(batch.createdAt) == 'string' then
-        redis.call('HSETNX', statsKey, 'createdAt', batch.createdAt)
-      end
-    end
-    if instPrefix then createMissing(instancesKey, instPrefix, INSTANCE_COUNTERS, INSTANCE_TEXTS):write() end
-  end
+  local init = batch.init == true
 
   local reads = {}
   counted(batch.incr, reads)
@@ -206,12 +310,27 @@ local function apply(statsKey, instancesKey, runsKey, batchesKey, writer, seq, b
   local fails = tonumber(batch.fails) or 0
   local successAt = batch.successAt
   local hasSuccess = type(successAt) == 'string' and successAt ~= ''
-  if hasSuccess or fails > 0 then
+  local streakRead = hasSuccess or fails > 0
+  if streakRead then
     reads[#reads + 1] = 'lastSuccessAt'
     reads[#reads + 1] = 'streak'
   end
+  -- Every node sends its init again each minute, so a hash deleted meanwhile is created again.
+  -- A stats hash that has its createdAt (set by an init alone, with the other fields) has had
+  -- every field created: the field rides the stats read then, for each job and node (Redis work
+  -- that grew with the number of nodes). An instance's own row is its writer's alone.
+  if init then reads[#reads + 1] = 'createdAt' end
 
   local stats = hash(statsKey, '', reads)
+  if not stats then return corrupt(statsKey, 'hash') end
+  if init and not stats:get('createdAt') then
+    stats:createMissing(COUNTERS, TEXTS)
+    if type(batch.createdAt) == 'string' then stats:set('createdAt', batch.createdAt) end
+  end
+  -- The streak before this batch, told to the writer: the node whose batch starts or ends the
+  -- installation's streak logs it, so each is logged once however many nodes run the job.
+  local streakBefore = -1
+  if streakRead then streakBefore = tonumber(stats:get('streak')) or 0 end
   stats:setAll(batch.define)
   stats:incrAll(batch.incr)
   if hasLast and last.lastStartedAt >= (stats:get('lastStartedAt') or '') then
@@ -229,17 +348,35 @@ local function apply(statsKey, instancesKey, runsKey, batchesKey, writer, seq, b
   if instPrefix then
     local instReads = {}
     counted(inst.incr, instReads)
+    if init then
+      -- The row's fields to create are read with the rest: one HMGET.
+      for _, field in ipairs(INSTANCE_COUNTERS) do instReads[#instReads + 1] = field end
+      for _, field in ipairs(INSTANCE_TEXTS) do instReads[#instReads + 1] = field end
+    end
     row = hash(instancesKey, instPrefix, instReads)
+    if not row then return corrupt(instancesKey, 'hash') end
+    if init then row:createMissing(INSTANCE_COUNTERS, INSTANCE_TEXTS) end
     row:incrAll(inst.incr)
     row:setAll(inst.last)
     row:setAll(inst.set)
   end
 
+  local hasRuns = type(batch.runs) == 'table' and #batch.runs > 0
+  if hasRuns then
+    local found = redis.call('TYPE', runsKey)['ok']
+    if found ~= 'none' and found ~= 'list' then return {'corrupt', runsKey, found, 'list'} end
+  end
+
   -- Every check is done: write.
+  if not entry[1] then
+    -- A writer's first batch of this job (a node started): forget writers long gone.
+    forgetWriters(writersKey, nowMs - keepMs)
+  end
   stats:write()
   if row then row:write() end
+  if #stateWrites > 0 then redis.call('HSET', stateKey, unpack(stateWrites)) end
 
-  if type(batch.runs) == 'table' and #batch.runs > 0 then
+  if hasRuns then
     local entries = {}
     for i, entry in ipairs(batch.runs) do entries[i] = tostring(entry) end
     redis.call('LPUSH', runsKey, unpack(entries))
@@ -247,18 +384,28 @@ local function apply(statsKey, instancesKey, runsKey, batchesKey, writer, seq, b
   end
 
   -- The expiry is renewed by a writer's first batch and then once per hundredth of keepMs,
-  -- not with every batch: the hash outlives its last batch by at least 0.99 keepMs.
-  local renewed = entry and tonumber(string.match(entry, ':(%d+)$'))
+  -- not with every batch: the hash outlives its last batch by at least 0.99 keepMs. It is
+  -- set after the write, which creates the hash when this is its first batch.
+  local renewed = entry[2] and tonumber(entry[2])
   if not renewed or nowMs - renewed >= math.max(1, math.floor(keepMs / 100)) then
-    renewed = nowMs
-    redis.call('PEXPIRE', batchesKey, int(keepMs))
+    redis.call('HSET', writersKey, seqField, int(seq), renewedField, int(nowMs))
+    redis.call('PEXPIRE', writersKey, int(keepMs))
+  else
+    redis.call('HSET', writersKey, seqField, int(seq))
   end
-  redis.call('HSET', batchesKey, writer, int(seq) .. ':' .. int(renewed))
-  return 1
+  return { 'applied', streakBefore }
+end
+
+-- True for an error of Redis's own state (READONLY, NOREPLICAS, OOM, MASTERDOWN, BUSY ...): an
+-- error reply's code word, other than the two a batch causes itself (a key of the wrong type,
+-- a counter that holds no integer). A Lua error of the script's own has no such code.
+local function refusedByRedis(message)
+  local code = string.match(message, '^(%u+) ')
+  return code ~= nil and code ~= 'WRONGTYPE' and not string.find(message, 'not an integer', 1, true)
 end
 
 local results = {}
-for j = 1, #KEYS / 4 do
+for j = 1, #KEYS / 5 do
   local seq = tonumber(ARGV[3 * j + 1])
   local ok, batch = pcall(cjson.decode, ARGV[3 * j + 2])
   if not seq or seq ~= math.floor(seq) or seq < 1 then
@@ -266,11 +413,16 @@ for j = 1, #KEYS / 4 do
   elseif not ok or type(batch) ~= 'table' then
     results[j] = {'error', 'leasehold record: batch must be a JSON object'}
   else
-    local applied, result = pcall(apply, KEYS[4 * j - 3], KEYS[4 * j - 2], KEYS[4 * j - 1], KEYS[4 * j], ARGV[3 * j], seq, batch)
+    local applied, result = pcall(apply, KEYS[5 * j - 4], KEYS[5 * j - 3], KEYS[5 * j - 2], KEYS[5 * j - 1], KEYS[5 * j], ARGV[3 * j], seq, batch)
     if applied then
       results[j] = result
     else
-      results[j] = {'error', 'leasehold record: ' .. tostring(type(result) == 'table' and result.err or result)}
+      local message = tostring(type(result) == 'table' and result.err or result)
+      if refusedByRedis(message) then
+        -- Not the batch's fault: the call fails as a whole and the node tries it again, without end.
+        return redis.error_reply(message)
+      end
+      results[j] = {'error', 'leasehold record: ' .. message}
     end
   end
 end

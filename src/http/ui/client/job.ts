@@ -57,7 +57,8 @@ export class JobPage {
         this.missing = false;
         this.runs = detail.recentRuns;
         this.runsError = null;
-        if (!this.store.jobs.has(this.id)) this.store.put(detail, this.store.now());
+        // A large installation's stream sends no job: its page is kept live by this read.
+        if (!this.store.jobs.has(this.id) || this.store.paged) this.store.put(detail, this.store.now());
       } else {
         const body = (await res.json().catch(() => ({}))) as { message?: string };
         this.runsError = body.message ?? `${res.status} ${res.statusText}`;

@@ -8,6 +8,7 @@ import { Actions, Notices, TokenDialog, adminToken } from './actions.js';
 import { h, fill } from './dom.js';
 import { JobPage } from './job.js';
 import { Overview } from './overview.js';
+import { REFRESH_MS } from './pages.js';
 import { tick } from './parts.js';
 import { api, Store } from './store.js';
 
@@ -124,4 +125,8 @@ renderTokenButtons();
 window.addEventListener('hashchange', route);
 route();
 store.start();
-window.setInterval(() => tick(main, store.now()), 1_000);
+window.setInterval(() => tick(main, store.now(), store.paged && !jobPage ? overview.offScreen() : undefined), 1_000);
+// A large installation's stream sends no job: a job's page reads its job again instead.
+window.setInterval(() => {
+  if (store.paged && jobPage && document.visibilityState !== 'hidden') jobPage.load();
+}, REFRESH_MS);

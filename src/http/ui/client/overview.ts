@@ -2,11 +2,13 @@
  * The overview: a summary by state, a search and filters, every job as a row
  * (`data-job-id`), the live instances, and the executors of background tasks. Rows are
  * built once and replaced one by one when their job changes, so a thousand jobs render fast
- * and stay cheap to keep live.
+ * and stay cheap to keep live. A large installation's jobs come a page at a time (`pages.ts`),
+ * searched and filtered on the server.
  * @module
  */
 import { h, fill } from './dom.js';
 import { ExecutorsView } from './executors.js';
+import { Pager, offScreen } from './pages.js';
 import { duration } from './format.js';
 import { agoEl, countersLine, dueEl, jobHref, outcomeBadge, scheduleEl, stateBadge, stateText, STATES, timeText } from './parts.js';
 import type { Actions } from './actions.js';
@@ -23,6 +25,7 @@ function byId(a: string, b: string): number {
 export class Overview {
   readonly el: HTMLElement;
   private readonly tbody = h('tbody');
+  private readonly table = h('table', { class: 'jobs', id: 'jobs' }, h('caption', { class: 'sr-only' }, 'Every job of the cluster'), h('thead', null, h('tr', null, COLUMNS.map((c) => h('th', { scope: 'col' }, c)))), this.tbody);
   private readonly rows = new Map<string, HTMLTableRowElement>();
   private order: string[] = [];
   private readonly search = h('input', { id: 'job-search', type: 'search', placeholder: 'id, description, scope, schedule', autocomplete: 'off', spellcheck: 'false' });
@@ -33,13 +36,21 @@ export class Overview {
   private readonly instances = h('div', { class: 'table-wrap' });
   private readonly count = h('span', { class: 'muted' });
   private readonly executors: ExecutorsView;
+  private readonly pager: Pager;
+  private readonly scopeLabel = h('label', { for: 'scope-filter' }, 'Scope');
+  private typing: number | undefined;
 
   constructor(
     private readonly store: Store,
     private readonly actions: Actions,
   ) {
     this.executors = new ExecutorsView(store);
-    const filter = (): void => this.filterAll();
+    this.pager = new Pager(store, {
+      query: () => ({ q: this.search.value.trim(), state: this.stateFilter.value }),
+      changed: (ids, removed) => this.update(ids, removed, false, false),
+      row: (id) => this.rows.get(id),
+    });
+    const filter = (): void => this.filterChanged();
     this.search.addEventListener('input', filter);
     this.stateFilter.addEventListener('change', filter);
     this.scopeFilter.addEventListener('change', filter);
@@ -58,11 +69,12 @@ export class Overview {
           this.search,
           h('label', { for: 'state-filter' }, 'State'),
           this.stateFilter,
-          h('label', { for: 'scope-filter' }, 'Scope'),
+          this.scopeLabel,
           this.scopeFilter,
         ),
-        h('div', { class: 'table-wrap' }, h('table', { class: 'jobs', id: 'jobs' }, h('caption', { class: 'sr-only' }, 'Every job of the cluster'), h('thead', null, h('tr', null, COLUMNS.map((c) => h('th', { scope: 'col' }, c)))), this.tbody)),
+        h('div', { class: 'table-wrap' }, this.table),
         this.empty,
+        this.pager.el,
       ),
       h('section', { 'aria-labelledby': 'instances-h' }, h('h2', { id: 'instances-h' }, 'Instances'), this.instances),
       this.executors.el,
@@ -72,11 +84,23 @@ export class Overview {
   /** Shows only the jobs of one state (the summary's buttons). */
   showState(state: StatusState | ''): void {
     this.stateFilter.value = state;
-    this.filterAll();
+    this.filterChanged();
   }
 
-  /** Builds every row from the store. */
+  /** A large installation is searched on the server, once typing pauses; a small one here. */
+  private filterChanged(): void {
+    if (!this.store.paged) return this.filterAll();
+    window.clearTimeout(this.typing);
+    this.typing = window.setTimeout(() => void this.pager.reset(), 250);
+  }
+
+  /** Builds every row from the store; a large installation's from its first page. */
   renderAll(): void {
+    // The scope is not a filter of the server's pages.
+    this.scopeLabel.hidden = this.scopeFilter.hidden = this.store.paged !== null;
+    this.table.classList.toggle('paged', this.store.paged !== null);
+    if (this.store.paged && !this.pager.started) void this.pager.reset();
+    else if (!this.store.paged && this.pager.started) this.pager.stop();
     this.rows.clear();
     this.order = [...this.store.jobs.keys()].sort(byId);
     const frag = document.createDocumentFragment();
@@ -112,7 +136,8 @@ export class Overview {
         old.replaceWith(row);
         if (focused) row.querySelector<HTMLElement>(focused === 'pause' || focused === 'resume' ? '[data-action="pause"], [data-action="resume"]' : `[data-action="${focused}"]`)?.focus();
       } else {
-        let i = this.order.findIndex((other) => other > id);
+        const end = this.order.at(-1);
+        let i = end === undefined || end < id ? this.order.length : this.order.findIndex((other) => other > id);
         if (i < 0) i = this.order.length;
         this.order.splice(i, 0, id);
         const next = this.order[i + 1];
@@ -179,7 +204,13 @@ export class Overview {
     );
   }
 
+  /** For the clock's tick of a large installation: whether an element sits in a job's row off screen. */
+  offScreen(): (el: HTMLElement) => boolean {
+    return offScreen(this.pager.shownRange());
+  }
+
   private matches(job: JobStatus): boolean {
+    if (this.store.paged) return true; // the server searched
     const state = this.stateFilter.value;
     const scope = this.scopeFilter.value;
     if (state && job.state !== state) return false;
@@ -208,12 +239,15 @@ export class Overview {
 
   private renderSummary(shown?: number): void {
     const by = new Map<StatusState, number>();
-    for (const j of this.store.jobs.values()) by.set(j.state, (by.get(j.state) ?? 0) + 1);
-    const visible = shown ?? [...this.rows.values()].filter((r) => !r.hidden).length;
-    this.count.textContent = visible === this.store.jobs.size ? `(${this.store.jobs.size})` : `(${visible} of ${this.store.jobs.size})`;
+    const paged = this.store.paged;
+    if (paged) for (const [state, n] of Object.entries(paged.states)) by.set(state as StatusState, n);
+    else for (const j of this.store.jobs.values()) by.set(j.state, (by.get(j.state) ?? 0) + 1);
+    const all = paged?.total ?? this.store.jobs.size;
+    const visible = paged ? (this.pager.started ? this.pager.total : all) : (shown ?? [...this.rows.values()].filter((r) => !r.hidden).length);
+    this.count.textContent = visible === all ? `(${all})` : `(${visible} of ${all})`;
     fill(
       this.summary,
-      this.store.jobs.size === 0 ? 'No job is registered in Redis yet.' : null,
+      all === 0 ? 'No job is registered in Redis yet.' : null,
       STATES.filter((s) => (by.get(s) ?? 0) > 0).map((s) =>
         h('button', { type: 'button', class: `chip state-${s}`, 'aria-pressed': this.stateFilter.value === s ? 'true' : 'false', onclick: () => this.showState(this.stateFilter.value === s ? '' : s) }, `${by.get(s) ?? 0} ${stateText(s)}`),
       ),

@@ -56,12 +56,14 @@ export function dueEl(iso: string | null, now: number): HTMLElement {
 }
 
 /** Refreshes every ticking time under `root`. */
-export function tick(root: ParentNode, now: number): void {
+export function tick(root: ParentNode, now: number, skip?: (el: HTMLElement) => boolean): void {
   for (const el of root.querySelectorAll<HTMLElement>('[data-due]')) {
+    if (skip?.(el)) continue;
     const text = countdown(Date.parse(el.dataset['due'] ?? ''), now);
     if (el.textContent !== text) el.textContent = text;
   }
   for (const el of root.querySelectorAll<HTMLElement>('[data-ago]')) {
+    if (skip?.(el)) continue;
     const text = ago(Date.parse(el.dataset['ago'] ?? ''), now);
     if (el.textContent !== text) el.textContent = text;
   }
@@ -91,6 +93,7 @@ export const COUNTERS: ReadonlyArray<readonly [keyof JobStatus, string]> = [
   ['failed', 'failed'],
   ['timedOut', 'timed out'],
   ['lockLost', 'lock lost'],
+  ['lost', 'lost'],
   ['interrupted', 'interrupted'],
   ['overruns', 'overruns'],
   ['skipped', 'skipped'],
@@ -99,7 +102,7 @@ export const COUNTERS: ReadonlyArray<readonly [keyof JobStatus, string]> = [
   ['missed', 'missed'],
 ];
 
-const BAD_COUNTERS: ReadonlySet<string> = new Set(['failed', 'timedOut', 'lockLost', 'missed']);
+const BAD_COUNTERS: ReadonlySet<string> = new Set(['failed', 'timedOut', 'lockLost', 'lost', 'missed']);
 
 /** A job's counters, each named. */
 export function countersEl(job: JobStatus): HTMLElement {

@@ -5,7 +5,7 @@
  * shutting down answers 503) it gives up, so the page opens a new one itself, backing off.
  * @module
  */
-import type { Access, Changes, ExecutorRow, InstanceStatus, JobStatus, Snapshot } from './types.js';
+import type { Access, Changes, ExecutorRow, InstanceStatus, JobStatus, PagedSummary, Snapshot } from './types.js';
 
 /** The routes' folder (`/manage/`, or `/<prefix>/manage/` behind a path prefix), from the script's own URL. */
 const BASE = new URL('../', import.meta.url);
@@ -50,6 +50,11 @@ export class Store {
   problem: string | null = null;
   access: Access | null = null;
   loaded = false;
+  /**
+   * A large installation's counts, when the stream sends counts instead of jobs: `jobs` then
+   * holds the pages the overview loaded (`pages.ts`), not every job.
+   */
+  paged: PagedSummary | null = null;
   private readonly listeners = new Set<(e: StoreEvent) => void>();
   private source: EventSource | undefined;
   private backoffMs = 1_000;
@@ -145,8 +150,12 @@ export class Store {
     es.addEventListener('snapshot', (e) => {
       const status = JSON.parse((e as MessageEvent<string>).data) as Snapshot;
       this.clock(status.generatedAt);
-      this.jobs.clear();
-      this.leaseEnds.clear();
+      // A reconnection to a large installation keeps the pages loaded; they are read again on screen.
+      if (!status.paged || !this.paged) {
+        this.jobs.clear();
+        this.leaseEnds.clear();
+      }
+      this.paged = status.paged ?? null;
       const at = Date.parse(status.generatedAt);
       for (const j of status.jobs) this.put(j, at);
       this.instances = status.instances;
@@ -166,6 +175,7 @@ export class Store {
       }
       if (c.instances) this.instances = c.instances;
       if (c.executors) this.setExecutors(c.executors);
+      if (c.paged) this.paged = c.paged;
       this.emit({ kind: 'changes', ids: c.jobs.map((j) => j.id), removed: c.removed, instances: c.instances !== undefined, executors: c.executors !== undefined });
     });
     es.addEventListener('problem', (e) => {

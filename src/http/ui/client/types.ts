@@ -33,8 +33,22 @@ export interface ExecutorRow {
   readonly interrupted: number;
 }
 
+/** A large installation's jobs as the event stream counts them (it then sends no job). */
+export interface PagedSummary {
+  readonly total: number;
+  readonly states: Readonly<Record<string, number>>;
+}
+
+/** `GET /manage/jobs?limit=...`: a page of the jobs (`JobsPage` of the status layer). */
+export interface JobsPage {
+  readonly generatedAt: string;
+  readonly jobs: import('../../../status/model.js').JobStatus[];
+  readonly total: number;
+  readonly nextCursor: string | null;
+}
+
 /** The `snapshot` event of `GET /manage/events`. */
-export type Snapshot = import('../../../status/model.js').ClusterStatus & { readonly executors?: ExecutorRow[] };
+export type Snapshot = import('../../../status/model.js').ClusterStatus & { readonly executors?: ExecutorRow[]; readonly paged?: PagedSummary };
 
 /** The `changes` event of `GET /manage/events`. */
 export interface Changes {
@@ -43,6 +57,7 @@ export interface Changes {
   readonly removed: string[];
   readonly instances?: import('../../../status/model.js').InstanceStatus[];
   readonly executors?: ExecutorRow[];
+  readonly paged?: PagedSummary;
 }
 
 /** An admin action of the page. */

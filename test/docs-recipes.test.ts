@@ -1,5 +1,5 @@
 /**
- * The README's redis-cli recipes work as printed against a node running the example jobs
+ * The redis-cli recipes of docs/guide/redis-control.md work as printed against a node running the example jobs
  * (`npm start`'s jobs): every line of the block exits 0, and the pause, resume and reschedule
  * lines do what they say.
  */
@@ -15,13 +15,13 @@ import { startRedis } from './helpers/redis.js';
 const run = promisify(execFile);
 
 function recipes(): string[] {
-  const readme = readFileSync(`${ROOT}README.md`, 'utf8');
-  const section = readme.slice(readme.indexOf('## Control through Redis'));
+  const page = readFileSync(`${ROOT}docs/guide/redis-control.md`, 'utf8');
+  const section = page.slice(page.indexOf('## Recipes'));
   const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1] ?? '';
   return block.split('\n').filter((l) => l.startsWith('redis-cli '));
 }
 
-test('every redis-cli line of the README\'s recipes runs against a node with the example jobs', async () => {
+test('every redis-cli line of the docs\' recipes runs against a node with the example jobs', async () => {
   const lines = recipes();
   assert.ok(lines.length >= 10, `found ${lines.length} recipe lines`);
   for (const l of lines) assert.match(l, /^redis-cli -u "\$REDIS_URL" /, 'each recipe names the node\'s Redis');

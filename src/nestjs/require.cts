@@ -1,0 +1,9 @@
+/**
+ * `require('leasehold/nestjs')`, for Nest projects compiled to CommonJS: the ES module itself,
+ * which Node 20.19+ can `require()` (it has no top-level await).
+ * @module
+ */
+import type * as Nest from './index.js' with { 'resolution-mode': 'import' };
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- require(esm) is the point of this file
+export = require('./index.js') as typeof Nest;

@@ -1,0 +1,35 @@
+/**
+ * The cached status (`status/snapshot.ts`): its JSON text is the value's, made when first
+ * asked for and once, so that the pages of an installation too large for one answer never
+ * cost the text of the whole status.
+ * @module
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { SnapshotCache } from '../src/status/snapshot.js';
+
+describe('status snapshot', () => {
+  it('encodes the JSON text when first asked for, once per read, and never when only the value is used', async () => {
+    let encoded = 0;
+    let reads = 0;
+    const read = async () => {
+      reads++;
+      return { jobs: [{ id: 'a', runs: reads }], toJSON() { encoded++; return { jobs: this.jobs }; } };
+    };
+    const cache = new SnapshotCache(read, (err) => assert.fail(String(err)));
+    const first = await cache.get();
+    assert.equal(first.value.jobs[0]?.runs, 1);
+    assert.equal(encoded, 0, 'a page cut from the value encodes nothing');
+    assert.deepEqual(JSON.parse(first.json.toString('utf8')), { jobs: [{ id: 'a', runs: 1 }] });
+    assert.equal(encoded, 1);
+    const again = await cache.get();
+    assert.equal(again, first, 'fresh: the same snapshot');
+    assert.equal(again.json, first.json, 'the same buffer, not encoded again');
+    assert.equal(encoded, 1);
+    cache.invalidate();
+    const next = await cache.get();
+    assert.equal(next.value.jobs[0]?.runs, 2);
+    assert.deepEqual(JSON.parse(next.json.toString('utf8')), { jobs: [{ id: 'a', runs: 2 }] }, 'a new read has its own text');
+    assert.equal(encoded, 2);
+  });
+});
