@@ -94,10 +94,11 @@ local function int(n)
   return string.format('%d', n)
 end
 
--- A read of `key` (`redis.pcall` of `command` and `...`): its reply, or nil when the key holds
--- another type (the read fails with WRONGTYPE). The read is the key's type check: a key read
--- before it is written needs no TYPE of its own. Any other error is raised as ever.
-local function read(command, key, ...)
+-- `command` on `key` (`redis.pcall` of `command` and `...`): its reply, or nil when the key holds
+-- another type (the command fails with WRONGTYPE). A hash's read, or a list's first write made
+-- before any other write, is the key's type check: it needs no TYPE of its own. Any other
+-- error is raised as ever.
+local function checked(command, key, ...)
   local reply = redis.pcall(command, key, ...)
   if type(reply) == 'table' and reply.err then
     if string.sub(reply.err, 1, 9) == 'WRONGTYPE' then return nil end
@@ -125,7 +126,7 @@ local function hash(key, prefix, reads)
   local names = {}
   for i, field in ipairs(reads) do names[i] = prefix .. field end
   if #names > 0 then
-    local values = read('HMGET', key, unpack(names))
+    local values = checked('HMGET', key, unpack(names))
     if not values then return nil end
     for i, field in ipairs(reads) do self.stored[field] = values[i] end
   else
@@ -241,7 +242,7 @@ end
 -- run, and no claim can record one while it is damaged: the runs count, and it is left alone.
 local function admitLeaseLost(stateKey, batch)
   if type(batch.leaseLost) ~= 'table' or #batch.leaseLost == 0 then return {} end
-  local state = read('HMGET', stateKey, 'run', 'lost')
+  local state = checked('HMGET', stateKey, 'run', 'lost')
   local damaged = not state
   state = state or {}
   local runToken, runTick, runHolder = string.match(state[1] or '', '^(%d+) (%-?%d+) %d+ [01] (.*)$')
@@ -285,9 +286,9 @@ local function apply(statsKey, instancesKey, runsKey, stateKey, writersKey, writ
   -- Every key the batch writes is checked before the first write, by the read that comes
   -- before its write (a read of a key of another type fails): the writers hash, the state hash
   -- (when the batch has leaseLost runs: one of another type is not written), the stats hash,
-  -- the instance row. The runs list, which
-  -- is not read, by its type. A batch that finds one of the wrong type changes nothing.
-  local entry = read('HMGET', writersKey, seqField, renewedField)
+  -- the instance row. The runs list, which is not read, by its LPUSH, the first write. A batch
+  -- that finds one of the wrong type changes nothing.
+  local entry = checked('HMGET', writersKey, seqField, renewedField)
   if not entry then return corrupt(writersKey, 'hash') end
   local applied = entry[1] and tonumber(entry[1])
   if applied and applied >= seq then
@@ -363,11 +364,13 @@ local function apply(statsKey, instancesKey, runsKey, stateKey, writersKey, writ
 
   local hasRuns = type(batch.runs) == 'table' and #batch.runs > 0
   if hasRuns then
-    local found = redis.call('TYPE', runsKey)['ok']
-    if found ~= 'none' and found ~= 'list' then return {'corrupt', runsKey, found, 'list'} end
+    local entries = {}
+    for i, run in ipairs(batch.runs) do entries[i] = tostring(run) end
+    if not checked('LPUSH', runsKey, unpack(entries)) then return corrupt(runsKey, 'list') end
+    redis.call('LTRIM', runsKey, 0, runsCap - 1)
   end
 
-  -- Every check is done: write.
+  -- Every check is done: write the rest.
   if not entry[1] then
     -- A writer's first batch of this job (a node started): forget writers long gone.
     forgetWriters(writersKey, nowMs - keepMs)
@@ -375,13 +378,6 @@ local function apply(statsKey, instancesKey, runsKey, stateKey, writersKey, writ
   stats:write()
   if row then row:write() end
   if #stateWrites > 0 then redis.call('HSET', stateKey, unpack(stateWrites)) end
-
-  if hasRuns then
-    local entries = {}
-    for i, entry in ipairs(batch.runs) do entries[i] = tostring(entry) end
-    redis.call('LPUSH', runsKey, unpack(entries))
-    redis.call('LTRIM', runsKey, 0, runsCap - 1)
-  end
 
   -- The expiry is renewed by a writer's first batch and then once per hundredth of keepMs,
   -- not with every batch: the hash outlives its last batch by at least 0.99 keepMs. It is
