@@ -6,9 +6,12 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { Redis } from 'ioredis';
 import { createRunner, isLeaseholdError } from '../src/index.js';
 import { memoryLogger } from './helpers/log.js';
 import { runLeasehold, spawnLeasehold } from './helpers/node.js';
+import { until } from './helpers/wait.js';
+import { ping } from '../src/cli/private-redis.js';
 
 const NO_REDIS = { REDIS_URL: '', REDIS_CLUSTER_NODES: '', REDIS_SENTINELS: '' };
 
@@ -27,6 +30,30 @@ describe('leasehold start without Redis', () => {
     assert.ok(node.lines.some((l) => l['level'] === 40 && /no Redis \(local: this node runs alone\)/.test(String(l['msg']))));
     node.kill('SIGTERM');
     assert.equal((await node.exited).code, 0);
+  });
+
+  it('with --private-redis, stops on Ctrl-C as on any shutdown: its Redis outlives the node, so the run in flight is released and recorded', async () => {
+    const node = spawnLeasehold(['start', '--jobs', 'test/fixtures/jobs-edges.mjs', '--port', '0', '--host', '127.0.0.1', '--private-redis'], { ...NO_REDIS, ONLY_JOBS: 'long,steady', LONG_MS: '1500', LOG_LEVEL: 'info' }, { group: true });
+    const where = await node.waitFor((l) => typeof l['redis'] === 'string' && typeof l['page'] === 'string', 20_000);
+    const redis = new Redis(String(where['redis']), { lazyConnect: true, maxRetriesPerRequest: 0 });
+    try {
+      await redis.publish('leasehold:control', JSON.stringify({ type: 'run', jobId: 'long' }));
+      await until('the run of long to hold its lease', async () => (await redis.exists('leasehold:{long}:lease')) === 1, 10_000);
+    } finally {
+      redis.disconnect();
+    }
+    // Ctrl-C in a terminal is SIGINT to the whole foreground process group, the private Redis
+    // too. The run in flight ends within the grace; its release and record need that Redis.
+    process.kill(-(node.child.pid ?? 0), 'SIGINT');
+    assert.equal((await node.exited).code, 0, node.stderr());
+    const signalled = node.lines.findIndex((l) => l['signal'] === 'SIGINT');
+    assert.ok(signalled >= 0, node.stdout());
+    const after = node.lines.slice(signalled);
+    assert.deepEqual(after.filter((l) => Number(l['level']) >= 40).map((l) => l['msg']), [], 'nothing failed on the way down');
+    assert.ok(after.some((l) => l['msg'] === 'leasehold runner stopped'));
+    // ...and the private Redis stops with the node.
+    const port = Number(new URL(String(where['redis'])).port);
+    await until('the private Redis to stop', async () => !(await ping(port)), 5_000);
   });
 
   it('starts a module of instance jobs without any flag', async () => {

@@ -383,6 +383,29 @@ describe('stats writer', () => {
     await redis.quit();
   });
 
+  it('stop() with Redis away and no run unwritten (only a next due time) loses no run, and says so at debug only', async () => {
+    const p = prefix();
+    const k = keyNames(p);
+    const { logger, lines } = memoryLogger();
+    const core = new FakeCore('quiet', [{ id: 'q1', fixedRate: '1s' }]);
+    const redis = await conn(200);
+    const writer = new StatsWriter({ core, redis, keys: k, logger });
+    writer.start();
+    await writer.flush();
+    server.pause();
+    try {
+      core.emitter.emit('scheduled', { jobId: 'q1', nextDueAt: Date.UTC(2030, 0, 1) });
+      assert.equal(await writer.stop(600), 1);
+      const told = lines.filter((l) => typeof l['unwrittenRuns'] === 'number');
+      assert.equal(told.length, 1, 'said once');
+      assert.equal(told[0]?.['unwrittenRuns'], 0);
+      assert.equal(told[0]?.['level'], 20, `a pending next due time is no lost run: ${String(told[0]?.['msg'])}`);
+    } finally {
+      server.resume();
+    }
+    redis.disconnect();
+  });
+
   it('stop() gives up after its bound when Redis is away, and says so', async () => {
     const p = prefix();
     const k = keyNames(p);

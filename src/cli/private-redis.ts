@@ -1,7 +1,8 @@
 /**
  * A private `redis-server` for trying leasehold without one: started from the PATH on a
  * free loopback port, without persistence, and stopped when the node exits, whatever way
- * it exits (a watchdog shell holds the server and kills it when the node's pipe closes).
+ * it exits (a watchdog shell holds the server and kills it when the node's pipe closes), not
+ * before: a signal to the node's process group (Ctrl-C) does not reach it.
  * @module
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -71,7 +72,9 @@ const WATCHDOG = 'redis-server "$@" & rp=$!; trap "kill $rp 2>/dev/null" TERM IN
 export async function startPrivateRedis(): Promise<PrivateRedis> {
   const port = await freePort();
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'yes', '--loglevel', 'warning'];
-  const child: ChildProcess = spawn('sh', ['-c', WATCHDOG, 'leasehold-redis', ...args], { stdio: ['pipe', 'ignore', 'pipe'] });
+  // A process group of its own: Ctrl-C in a terminal signals the node's group, and the server
+  // must outlive the node's shutdown, which releases leases and writes stats through it.
+  const child: ChildProcess = spawn('sh', ['-c', WATCHDOG, 'leasehold-redis', ...args], { stdio: ['pipe', 'ignore', 'pipe'], detached: true });
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

@@ -126,9 +126,14 @@ export class JobBatch {
     return this.empty;
   }
 
-  /** How many runs (ticks, by their final attempts) it counts. */
+  /** How many runs (ticks, by their final attempts) it counts, the runs whose lease was lost too. */
   get runCount(): number {
-    return this.incr['runs'] ?? 0;
+    return (this.incr['runs'] ?? 0) + this.leaseLost.length;
+  }
+
+  /** Whether it adds to any counter (runs, skips, missed ticks). */
+  get counts(): boolean {
+    return Object.keys(this.incr).length > 0 || this.leaseLost.length > 0;
   }
 
   /** Asks for every field to be created (zeros and '') and the job's description to be written. */

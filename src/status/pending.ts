@@ -76,8 +76,17 @@ export class PendingJobs {
   /** How many runs the stats not yet in Redis count (sent and unacknowledged, or pending). */
   get unwrittenRuns(): number {
     let n = 0;
-    for (const s of this.byId.values()) n += (s.inflight?.batch.incr?.['runs'] ?? 0) + (s.pending?.runCount ?? 0);
+    for (const s of this.byId.values()) n += (s.inflight?.batch.incr?.['runs'] ?? 0) + (s.inflight?.batch.leaseLost?.length ?? 0) + (s.pending?.runCount ?? 0);
     return n;
+  }
+
+  /** Whether the stats not yet in Redis add to any counter (runs, skips, missed ticks). */
+  get unwrittenCounts(): boolean {
+    for (const s of this.byId.values()) {
+      const inflight = s.inflight?.batch;
+      if (Object.keys(inflight?.incr ?? {}).length > 0 || (inflight?.leaseLost?.length ?? 0) > 0 || s.pending?.counts === true) return true;
+    }
+    return false;
   }
 
   /** The jobs with something to send (most jobs have nothing: only these are collected). */

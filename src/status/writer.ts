@@ -156,7 +156,12 @@ export class StatsWriter {
     const left = this.backlog;
     if (left > 0) {
       const runs = this.jobs.unwrittenRuns;
-      this.opts.logger.warn({ jobs: left, unwrittenRuns: runs }, 'stopping with the stats of %d run(s) of %d job(s) that Redis did not acknowledge; they are lost unless Redis received them before it stopped answering', runs, left);
+      if (this.jobs.unwrittenCounts) {
+        this.opts.logger.warn({ jobs: left, unwrittenRuns: runs }, 'stopping with the stats of %d run(s) of %d job(s) that Redis did not acknowledge; they are lost unless Redis received them before it stopped answering', runs, left);
+      } else {
+        // Only fields a writer sets again (next due time, last seen): no run and no count is lost.
+        this.opts.logger.debug({ jobs: left, unwrittenRuns: 0 }, 'stopping without writing the schedule fields of %d job(s): Redis did not acknowledge them; no run or count is lost', left);
+      }
     }
     return left;
   }

@@ -34,16 +34,21 @@ after(() => {
 });
 
 /** Runs `leasehold <args>` with extra environment; stdout is parsed as pino JSON lines. */
-export function spawnLeasehold(args: string[], env: Record<string, string | undefined> = {}, extra: { preload?: Record<string, string> } = {}): NodeProc {
-  return spawnNode([BIN, ...args], { LOG_LEVEL: 'debug', ...extra.preload, ...env }, ROOT);
+export function spawnLeasehold(args: string[], env: Record<string, string | undefined> = {}, extra: { preload?: Record<string, string>; group?: boolean } = {}): NodeProc {
+  return spawnNode([BIN, ...args], { LOG_LEVEL: 'debug', ...extra.preload, ...env }, ROOT, extra.group);
 }
 
-/** Runs `node <argv>` in `cwd` with extra environment; stdout is parsed as JSON lines. */
-export function spawnNode(argv: string[], env: Record<string, string | undefined> = {}, cwd = ROOT): NodeProc {
+/**
+ * Runs `node <argv>` in `cwd` with extra environment; stdout is parsed as JSON lines. With
+ * `group`, the node leads a process group of its own, as a command typed in a terminal does
+ * (Ctrl-C there is SIGINT to the whole group: `process.kill(-child.pid, 'SIGINT')`).
+ */
+export function spawnNode(argv: string[], env: Record<string, string | undefined> = {}, cwd = ROOT, group = false): NodeProc {
   const child = spawn(process.execPath, argv, {
     cwd,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: group,
   });
   children.add(child);
   let out = '';
