@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { spawnLeasehold, type NodeProc } from './helpers/node.js';
-import { deafClient, getText as get, rss, sockets, warmBaseline } from './helpers/deaf-clients.js';
+import { deafClient, followPeakRss, getText as get, sockets, warmBaseline } from './helpers/deaf-clients.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
 import { until } from './helpers/wait.js';
 
@@ -42,11 +42,8 @@ test(`${CLIENTS} event-stream clients that never read: those over the cap get 50
 
   const clients = await Promise.all(Array.from({ length: CLIENTS }, () => deafClient(port)));
   const connectedAt = Date.now();
+  const peak = followPeakRss(pid, baseRss);
   let peakRss = baseRss;
-  const sample = (): void => {
-    peakRss = Math.max(peakRss, rss(pid));
-  };
-  const sampler = setInterval(sample, 250);
   try {
     // The node serves 100 of them and refuses the others (their connections closed).
     const over = CLIENTS - DEFAULT_MAX_CLIENTS;
@@ -63,9 +60,8 @@ test(`${CLIENTS} event-stream clients that never read: those over the cap get 50
     // The streams nobody reads are closed: the node holds no socket of theirs.
     await until('every stuck stream to be closed', () => sockets(pid) <= baseSockets, 30_000 - (Date.now() - connectedAt));
     t.diagnostic(`every stream closed ${((Date.now() - connectedAt) / 1000).toFixed(1)} s after the clients connected`);
-    sample();
   } finally {
-    clearInterval(sampler);
+    peakRss = peak.stop();
   }
   const grewMb = (peakRss - baseRss) / 2 ** 20;
   t.diagnostic(`the node's memory: ${(baseRss / 2 ** 20).toFixed(0)} MB at its peak before, ${(peakRss / 2 ** 20).toFixed(0)} MB at its peak with the clients`);

@@ -383,16 +383,21 @@ describe('stats writer', () => {
     await redis.quit();
   });
 
-  it('stop() with Redis away and no run unwritten (only a next due time) loses no run, and says so at debug only', async () => {
-    const p = prefix();
-    const k = keyNames(p);
+  /** A writer of one job that has written its first batch, then Redis paused (resumed by the test). */
+  async function writerThenRedisAway(instanceId: string, jobId: string) {
+    const k = keyNames(prefix());
     const { logger, lines } = memoryLogger();
-    const core = new FakeCore('quiet', [{ id: 'q1', fixedRate: '1s' }]);
+    const core = new FakeCore(instanceId, [{ id: jobId, fixedRate: '1s' }]);
     const redis = await conn(200);
     const writer = new StatsWriter({ core, redis, keys: k, logger });
     writer.start();
     await writer.flush();
     server.pause();
+    return { core, lines, writer, redis };
+  }
+
+  it('stop() with Redis away and no run unwritten (only a next due time) loses no run, and says so at debug only', async () => {
+    const { core, lines, writer, redis } = await writerThenRedisAway('quiet', 'q1');
     try {
       core.emitter.emit('scheduled', { jobId: 'q1', nextDueAt: Date.UTC(2030, 0, 1) });
       assert.equal(await writer.stop(600), 1);
@@ -407,15 +412,7 @@ describe('stats writer', () => {
   });
 
   it('stop() gives up after its bound when Redis is away, and says so', async () => {
-    const p = prefix();
-    const k = keyNames(p);
-    const { logger, lines } = memoryLogger();
-    const core = new FakeCore('gone', [{ id: 'g1', fixedRate: '1s' }]);
-    const redis = await conn(200);
-    const writer = new StatsWriter({ core, redis, keys: k, logger });
-    writer.start();
-    await writer.flush();
-    server.pause();
+    const { core, lines, writer, redis } = await writerThenRedisAway('gone', 'g1');
     try {
       emitRandom(core, ['g1'], 10, {});
       const t0 = Date.now();

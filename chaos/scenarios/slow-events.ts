@@ -9,7 +9,7 @@
  * @module
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { deafClient, getText, rss, sockets, warmBaseline } from '../../test/helpers/deaf-clients.js';
+import { deafClient, followPeakRss, getText, sockets, warmBaseline } from '../../test/helpers/deaf-clients.js';
 import { metricOf, portOf } from '../cluster.js';
 import { Checks } from '../report.js';
 import { compareCounts, duplicates, missedCount, stage, stopGracefully, tickCoverage, type Scenario } from '../scenario.js';
@@ -38,11 +38,8 @@ export const slowEvents: Scenario = {
 
       const clients = await Promise.all(Array.from({ length: CLIENTS }, () => deafClient(port)));
       const connectedAt = Date.now();
+      const peak = followPeakRss(pid, baseRss);
       let peakRss = baseRss;
-      const sample = (): void => {
-        peakRss = Math.max(peakRss, rss(pid));
-      };
-      const sampler = setInterval(sample, 250);
       let closedMs = Infinity;
       let refusedMs = Infinity;
       try {
@@ -64,9 +61,8 @@ export const slowEvents: Scenario = {
           }
           await sleep(100);
         }
-        sample();
       } finally {
-        clearInterval(sampler);
+        peakRss = peak.stop();
       }
       c.atMost('every stuck stream closed after the clients connected', closedMs, CLOSED_WITHIN_MS, ' ms');
       const grewMb = Math.round(((peakRss - baseRss) / 2 ** 20) * 10) / 10;

@@ -15,6 +15,25 @@ export function rss(pid: number): number {
   return Number(kb) * 1024;
 }
 
+/**
+ * Follows a process's peak resident memory, from `baseRss`, read every 250 ms until `stop()`,
+ * which reads it once more and gives the peak in bytes.
+ */
+export function followPeakRss(pid: number, baseRss: number): { stop(): number } {
+  let peak = baseRss;
+  const sample = (): void => {
+    peak = Math.max(peak, rss(pid));
+  };
+  const timer = setInterval(sample, 250);
+  return {
+    stop() {
+      clearInterval(timer);
+      sample();
+      return peak;
+    },
+  };
+}
+
 /** The sockets a process holds open (its file descriptors that are sockets). */
 export function sockets(pid: number): number {
   let n = 0;
