@@ -186,6 +186,20 @@ describe('infra/Dockerfile', () => {
     if (!exists(jobs)) t.diagnostic(`${jobs} does not exist yet`);
   });
 
+  it('loads the TypeScript jobs module of its command on Node 20: tsx, left out with the dev dependencies, is installed on its own at the version the lock pins', () => {
+    const cmd = execForm(lastOf(finalStage, 'CMD')?.args ?? '') ?? [];
+    assert.match(cmd[cmd.indexOf('--jobs') + 1] ?? '', /\.ts$/, 'the command runs a .ts jobs module');
+    const lock = obj(obj(JSON.parse(read('package-lock.json')), 'package-lock.json')['packages'], 'packages');
+    const tsx = obj(lock['node_modules/tsx'], 'the lock entry of tsx');
+    assert.equal(tsx['dev'], true, 'tsx is a dev dependency, which npm ci --omit=dev leaves out');
+    const runs = finalStage?.instructions.filter((i) => i.keyword === 'RUN').map((i) => i.args).join('\n') ?? '';
+    const install = /npm install\b[^&;]*\btsx@(\S+)/.exec(runs);
+    assert.ok(install, 'the final stage installs tsx');
+    const pinned = install[1] === tsx['version'] || (/package-lock\.json/.test(runs) && /node_modules\/tsx/.test(runs));
+    assert.ok(pinned, `tsx@${install[1] ?? ''} is the lock's ${String(tsx['version'])}, or read from the lock`);
+    assert.match(runs, /ln -s \S+\/node_modules\/tsx node_modules\/tsx/, 'linked into /app/node_modules, where leasehold resolves its optional peers');
+  });
+
   it('listens on every interface in the container, where leasehold start alone listens on 127.0.0.1', () => {
     assert.equal(settingDefault('HOST'), '127.0.0.1');
     const env = finalStage?.instructions.filter((i) => i.keyword === 'ENV').map((i) => i.args).join(' ') ?? '';
