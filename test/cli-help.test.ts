@@ -60,6 +60,14 @@ test('status and forget --help list the shared Redis flags with their variables'
   assert.match(await help(['status', '--help']), /--json\n/);
 });
 
+test('mcp --help names the variables it reads without a flag: the admin token and the log level', async () => {
+  const out = await help(['mcp', '--help']);
+  assert.match(out, /^usage: leasehold mcp\b/);
+  assert.match(out, /Environment \(no flag\):\n {2}LEASEHOLD_ADMIN_TOKEN\n\s+Without it the tools that change jobs are refused/);
+  const read = /Environment variables read: ([^.]*)\./.exec(out.replace(/\n\s*/g, ' '))?.[1]?.split(', ') ?? [];
+  for (const name of ['LEASEHOLD_ADMIN_TOKEN', 'LOG_LEVEL', 'REDIS_URL']) assert.ok(read.includes(name), `${name} among the variables read: ${read.join(', ')}`);
+});
+
 test('next --help lists --zone, --from and -n; check --help says what it checks', async () => {
   const next = await help(['next', '--help']);
   for (const flag of ['--zone <zone>', '--from <iso>', '-n, --count <count>']) assert.ok(next.includes(flag), flag);

@@ -33,7 +33,10 @@ export function mcpHelp(): CommandHelp {
     summary:
       "Serves leasehold's MCP tools over stdio for a coding agent, against the cluster's Redis: list_jobs, get_job, list_executors, run_job, pause_job, resume_job, cancel_run, preview_schedule and check_jobs. Every node also serves them (but check_jobs) over HTTP at /mcp.",
     options: [{ flag: '--read-only', description: 'Refuse the tools that change jobs (run_job, pause_job, resume_job, cancel_run) and check_jobs (loading a module runs its code).' }, ...redisFlagsHelp()],
-    environment: [{ flag: 'LEASEHOLD_ADMIN_TOKEN', description: 'Without it the tools that change jobs are refused, as the admin routes of a node are; a token a node would refuse (shorter than 16 characters, or with spaces) stops the command (exit 2). LOG_LEVEL sets what is logged to stderr (stdout carries the protocol).' }],
+    environment: [
+      { env: 'LEASEHOLD_ADMIN_TOKEN', description: 'Without it the tools that change jobs are refused, as the admin routes of a node are; a token a node would refuse (shorter than 16 characters, or with spaces) stops the command (exit 2).' },
+      { env: 'LOG_LEVEL', description: 'What is logged to stderr (stdout carries the protocol).' },
+    ],
     notes: ['Runs until its standard input closes. Exit status: 1 when Redis is unreachable at start; 2 for bad usage.'],
   };
 }
