@@ -88,10 +88,13 @@ async function stepScenario(spec: string, redis: TestRedis | undefined, n: numbe
     await sleep(8_000);
     const to = monoNow();
     const starts = readStarts(c.runLog);
-    for (const job of JOBS) {
-      const gap = longestGap(starts, job, from - 2_000, to);
+    // Every job's longest gap and last start (ms from the step), so that a failure tells one
+    // job's schedule from a node that stopped altogether.
+    const gaps = JOBS.map((job) => ({ job, gap: longestGap(starts, job, from - 2_000, to), last: Math.max(...starts.filter((s) => s.job === job).map((s) => s.mono)) - from }));
+    const seen = `gaps across the step ${spec}: ${gaps.map((g) => `${g.job} ${g.gap} ms (last start at ${g.last} ms)`).join(', ')}; the node logged at warn: ${JSON.stringify(c.procs.flatMap((p) => p.lines.filter((l) => Number(l['level']) >= 40).map((l) => l['msg'])))}`;
+    for (const { job, gap } of gaps) {
       // A 1 s job: one period plus 1 s, and the run's own start lag.
-      assert.ok(gap <= 2_200, `${job}: ${gap} ms without a start across the step ${spec}`);
+      assert.ok(gap <= 2_200, `${job}: ${gap} ms without a start; ${seen}`);
       // Instance jobs run on every node: no node runs a burst.
       for (let i = 0; i < n; i++) {
         const inWindow = starts.filter((s) => s.job === job && s.mono >= from && s.mono <= to && (job.endsWith('installation') || s.inst === `n${i}`)).length;
