@@ -18,14 +18,27 @@ const HOUR = 3_600_000;
 /** A manual clock whose wall time can step while its monotonic time (and timers) go on. */
 class SteppingClock extends ManualClock {
   private offset = 0;
-  override now(): number {
-    return super.now() + this.offset;
-  }
   override monotonic(): number {
     return super.now();
   }
   step(ms: number): void {
     this.offset += ms;
+  }
+  /**
+   * Steps the wall clock right after its next `reads` readings: a step that lands between two
+   * readings of one wake (a process descheduled there, on a busy machine).
+   */
+  stepAfterReads(reads: number, ms: number): void {
+    this.pendingStep = { reads, ms };
+  }
+  private pendingStep: { reads: number; ms: number } | undefined;
+  override now(): number {
+    const wall = super.now() + this.offset;
+    if (this.pendingStep && --this.pendingStep.reads === 0) {
+      this.offset += this.pendingStep.ms;
+      this.pendingStep = undefined;
+    }
+    return wall;
   }
 }
 
@@ -102,5 +115,22 @@ test('stepped forward during a fixedDelay run: the next start is the delay after
   await clock.advance(5_000);
   const gaps = startedMono.slice(1).map(([, at], i) => at - (startedMono[i]?.[1] ?? 0));
   assert.ok(startedMono.length >= 4, `the job went on after the step: ${startedMono.length} starts, gaps ${gaps.join(',')}`);
+  await runner.stop();
+});
+
+test('stepped forward between two readings of one wake: fixedRate keeps its pace, not an hour later', async () => {
+  const { clock, runner, startedMono } = setup();
+  runner.add({ id: 'rate', fixedRate: '1s', run: () => {} });
+  await runner.start();
+  await clock.advance(2_500);
+  // The wake at 3 s reads the wall clock for the step check, then again for its fires: the step
+  // lands between the two.
+  clock.stepAfterReads(1, HOUR);
+  await clock.advance(5_000);
+  const after = startedMono.map(([, at]) => at - T0).filter((at) => at > 3_000);
+  assert.ok(after.length >= 4, `starts after the step, at ${after.join(', ')} ms of elapsed time: the job went on`);
+  const rate = startedMono.map(([, at]) => at);
+  const gaps = rate.slice(1).map((t, i) => t - (rate[i] as number));
+  assert.ok(gaps.every((g) => g <= 1_000), `fixedRate gaps in elapsed time: ${gaps.join(',')}`);
   await runner.stop();
 });

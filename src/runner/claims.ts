@@ -28,6 +28,8 @@ export interface ClaimHost {
   readonly isRunning: boolean;
   /** The shared clock (Redis time when coordinated). */
   now(): number;
+  /** The same, read with the check for a step of the wall clock: the time a claim's answer plans from. */
+  observeClock(): number;
   startRun(slot: Slot, eff: EffectiveSchedule, tick: number, manual: boolean, lease: HeldLease | undefined): void;
   skip(slot: Slot, reason: SkipReason, tick: number, now: number, recorded?: boolean): void;
 }
@@ -97,7 +99,7 @@ export class Claims {
       else if (result.kind === 'done' && result.counted && !catchUp && !backup && mode !== 'pause' && mode !== 'manual') host.skip(slot, 'claimed', tick, host.now(), true);
       return;
     }
-    const now = host.now();
+    const now = host.observeClock();
     switch (result.kind) {
       case 'claimed': {
         if (result.previousTick !== null && mode === 'grid') {
@@ -193,7 +195,7 @@ export class Claims {
 
   private failed(slot: Slot, tick: number, manual: boolean, err: unknown): void {
     const host = this.host;
-    const now = host.now();
+    const now = host.observeClock();
     host.emitter.emit('runEnded', {
       jobId: slot.job.id,
       runId: `claim-${tick}`,

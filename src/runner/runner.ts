@@ -162,7 +162,7 @@ export class Scheduler implements TimetableHost, ClaimHost {
     const before = slot.effective?.trigger.key;
     this.resolve(slot);
     if (slot.paused !== paused || slot.effective?.trigger.key !== before || slot.invalidCause !== invalidCause) {
-      if (!slot.running || slot.effective?.trigger.kind !== 'fixedDelay') this.timetable.planNext(slot, this.now(), true);
+      if (!slot.running || slot.effective?.trigger.kind !== 'fixedDelay') this.timetable.planNext(slot, this.observeClock(), true);
     }
   }
 
@@ -225,17 +225,23 @@ export class Scheduler implements TimetableHost, ClaimHost {
     this.begin(slot, slot.effective, tick, mode);
   }
 
-  /** Looks at the wall clock against the monotonic one; after a step every job is planned again, once. */
-  beforeWake(): void {
-    const step = this.steps.observe(this.clock.now(), this.clock.monotonic());
-    if (step === 0) return;
+  /**
+   * The time to plan with, read with the check for a step of the wall clock (against the
+   * monotonic one; after a step every job is planned again, once). One reading serves both: a
+   * time read after the check could hold a step it has not seen, and a plan made from it would
+   * have the step added again when the step is seen (an hour's wait after a step of an hour).
+   */
+  observeClock(): number {
+    const wall = this.clock.now();
+    const step = this.steps.observe(wall, this.clock.monotonic());
+    const now = this.coordinator.now ? this.coordinator.now() : wall;
     // On a shared clock (Redis time, read off the monotonic clock) nothing moved.
     const replanned = this.coordinator.now === undefined;
-    this.emitter.emit('clockStep', { stepMs: step, replanned });
-    if (!replanned) return;
+    if (step !== 0) this.emitter.emit('clockStep', { stepMs: step, replanned });
+    if (step === 0 || !replanned) return now;
     this.coordinator.afterClockStep?.(step);
-    const now = this.now();
     for (const slot of this.slots.values()) this.timetable.afterStep(slot, step, now);
+    return now;
   }
 
   /** Applies a job's settings again (the timetable asks after moving a grid). */
@@ -283,10 +289,8 @@ export class Scheduler implements TimetableHost, ClaimHost {
       // fixedDelay: the next start is the delay after this end (for an installation job the
       // claim compares it with the cluster's due time kept in Redis).
       if (this.status === 'running' && current?.kind === 'fixedDelay') {
-        // A step since the last wake is taken in first: a delay planned from the new time
-        // and then shifted by the step again would wait the step out (an hour, say).
-        this.beforeWake();
-        this.timetable.tick(slot, this.now() + current.intervalMs);
+        // A step since the last wake is taken in with the time the delay is planned from.
+        this.timetable.tick(slot, this.observeClock() + current.intervalMs);
       }
     });
   }

@@ -44,8 +44,11 @@ export interface TimetableHost {
   retry(slot: Slot, tick: number, mode: ClaimMode): void;
   /** Applies a job's settings again. */
   resolve(slot: Slot): void;
-  /** A wake: called before anything due is handed over (the runner looks at its clock). */
-  beforeWake(): void;
+  /**
+   * The time to plan with, read with the runner's check for a step of its wall clock (a step
+   * seen replans every job): a wake's time, and every time planned from after an await.
+   */
+  observeClock(): number;
   /** Every fire due at one wake has been handed over. */
   afterWake(): void;
 }
@@ -213,8 +216,7 @@ export class Timetable {
   private wake(): void {
     this.timer = undefined;
     this.timerAt = Infinity;
-    this.host.beforeWake();
-    const now = this.host.now();
+    const now = this.host.observeClock();
     let handled = 0;
     for (let top = this.heap.peek(); top && top.at <= now; top = this.heap.peek()) {
       if (++handled > FIRES_PER_TURN) {
