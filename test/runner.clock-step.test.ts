@@ -18,6 +18,7 @@ const HOUR = 3_600_000;
 /** A manual clock whose wall time can step while its monotonic time (and timers) go on. */
 class SteppingClock extends ManualClock {
   private offset = 0;
+  private pendingStep: number | undefined;
   override monotonic(): number {
     return super.now();
   }
@@ -25,19 +26,16 @@ class SteppingClock extends ManualClock {
     this.offset += ms;
   }
   /**
-   * Steps the wall clock right after its next `reads` readings: a step that lands between two
-   * readings of one wake (a process descheduled there, on a busy machine).
+   * Steps the wall clock right after its next reading: a step that lands between two readings
+   * of one wake (a process descheduled there, on a busy machine).
    */
-  stepAfterReads(reads: number, ms: number): void {
-    this.pendingStep = { reads, ms };
+  stepAfterNextRead(ms: number): void {
+    this.pendingStep = ms;
   }
-  private pendingStep: { reads: number; ms: number } | undefined;
   override now(): number {
     const wall = super.now() + this.offset;
-    if (this.pendingStep && --this.pendingStep.reads === 0) {
-      this.offset += this.pendingStep.ms;
-      this.pendingStep = undefined;
-    }
+    this.offset += this.pendingStep ?? 0;
+    this.pendingStep = undefined;
     return wall;
   }
 }
@@ -125,7 +123,7 @@ test('stepped forward between two readings of one wake: fixedRate keeps its pace
   await clock.advance(2_500);
   // The wake at 3 s reads the wall clock for the step check, then again for its fires: the step
   // lands between the two.
-  clock.stepAfterReads(1, HOUR);
+  clock.stepAfterNextRead(HOUR);
   await clock.advance(5_000);
   const after = startedMono.map(([, at]) => at - T0).filter((at) => at > 3_000);
   assert.ok(after.length >= 4, `starts after the step, at ${after.join(', ')} ms of elapsed time: the job went on`);

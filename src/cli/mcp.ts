@@ -18,6 +18,7 @@ import type { CheckReport } from '../mcp/tools.js';
 import { loadMcp } from '../mcp/load.js';
 import { REDIS_FLAGS, STATUS_CONNECT_TIMEOUT_MS, commandRemote, redisFlagsHelp, type RedisFlagValues } from './status.js';
 import { renderHelp, type CommandHelp } from './help.js';
+import { CONFIG, helpOption } from './config.js';
 import type { CommandResult } from './main.js';
 
 const USAGE =
@@ -28,6 +29,8 @@ const CHECK_TIMEOUT_MS = 60_000;
 
 /** `leasehold mcp --help`. */
 export function mcpHelp(): CommandHelp {
+  // LOG_LEVEL as leasehold start reads it (its values and default), without start's flag.
+  const logLevel = CONFIG.filter((e) => e.env === 'LOG_LEVEL').map((e) => ({ ...helpOption(e), flag: undefined, description: `${e.description} Logged to stderr (stdout carries the protocol).` }));
   return {
     usage: ['leasehold mcp [--read-only] [--redis-url <url> | --redis-cluster-nodes <host:port,...> | --redis-sentinels <host:port,...> --redis-sentinel-name <name>] [--prefix <prefix>]'],
     summary:
@@ -35,7 +38,7 @@ export function mcpHelp(): CommandHelp {
     options: [{ flag: '--read-only', description: 'Refuse the tools that change jobs (run_job, pause_job, resume_job, cancel_run) and check_jobs (loading a module runs its code).' }, ...redisFlagsHelp()],
     environment: [
       { env: 'LEASEHOLD_ADMIN_TOKEN', description: 'Without it the tools that change jobs are refused, as the admin routes of a node are; a token a node would refuse (shorter than 16 characters, or with spaces) stops the command (exit 2).' },
-      { env: 'LOG_LEVEL', description: 'What is logged to stderr (stdout carries the protocol).' },
+      ...logLevel,
     ],
     notes: ['Runs until its standard input closes. Exit status: 1 when Redis is unreachable at start; 2 for bad usage.'],
   };

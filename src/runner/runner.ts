@@ -234,14 +234,16 @@ export class Scheduler implements TimetableHost, ClaimHost {
   observeClock(): number {
     const wall = this.clock.now();
     const step = this.steps.observe(wall, this.clock.monotonic());
-    const now = this.coordinator.now ? this.coordinator.now() : wall;
+    if (step === 0) return this.coordinator.now ? this.coordinator.now() : wall;
     // On a shared clock (Redis time, read off the monotonic clock) nothing moved.
-    const replanned = this.coordinator.now === undefined;
-    if (step !== 0) this.emitter.emit('clockStep', { stepMs: step, replanned });
-    if (step === 0 || !replanned) return now;
+    if (this.coordinator.now) {
+      this.emitter.emit('clockStep', { stepMs: step, replanned: false });
+      return this.coordinator.now();
+    }
+    this.emitter.emit('clockStep', { stepMs: step, replanned: true });
     this.coordinator.afterClockStep?.(step);
-    for (const slot of this.slots.values()) this.timetable.afterStep(slot, step, now);
-    return now;
+    for (const slot of this.slots.values()) this.timetable.afterStep(slot, step, wall);
+    return wall;
   }
 
   /** Applies a job's settings again (the timetable asks after moving a grid). */
