@@ -100,7 +100,8 @@ const r2 = (x: number): number => Math.round(x * 100) / 100;
 /** `a / b` to two decimals, or two significant digits below 0.1 (a reference far ahead). */
 const ratioOf = (a: number, b: number): number => (a / b >= 0.1 ? r2(a / b) : Number((a / b).toPrecision(2)));
 
-function median(xs: readonly number[]): number {
+/** The median of `xs` (the mean of the middle two for an even count). */
+export function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const mid = Math.floor(s.length / 2);
   return s.length % 2 === 1 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
