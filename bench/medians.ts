@@ -2,13 +2,16 @@
  * The median of several runs: `tsx bench/medians.ts <result.json>...` reads result files of
  * `npm run bench` (the scenarios' `BENCH_OUT` and the tasks' `BENCH_TASKS_OUT`) and prints, per
  * scenario and system, each figure's median with the runs' own values after it, the form the
- * tables of docs/benchmarks.md take. S5's sizes are not read (each run prints its own table).
+ * tables of docs/benchmarks.md take. Each size of S5 is a scenario of its own (`S5 N=27`); its
+ * nodes' shares are in each run's own table, not here.
  * @module
  */
 import { readFileSync } from 'node:fs';
 import type { BenchResults } from './harness.js';
-import { median, type S6Figures } from './s6.js';
+import { median, r2, type S6Figures } from './s6.js';
+import type { StatusFigures } from './status.js';
 import { columns } from './table.js';
+import type { TimedFigures } from './timed.js';
 
 /** The figures of one system in one scenario that the tables compare. */
 const FIGURES = [
@@ -24,26 +27,15 @@ const FIGURES = [
   ['GET p99', (f) => f.manageJobs?.p99],
 ] as const satisfies ReadonlyArray<readonly [string, (f: Figures) => number | undefined]>;
 
-interface Figures {
-  readonly duplicates?: number;
-  readonly misses?: number;
-  readonly latenessMs?: { readonly p50: number; readonly p99: number };
-  readonly redisCommandsPerRun?: number;
-  readonly redisCpuMsPerRun?: number;
-  readonly cpuMsPerRun?: number;
-  readonly rssMb?: number;
-  /** S4: `GET /manage/jobs` on its nodes, and the RSS of the node holding the most jobs. */
-  readonly manageJobs?: { readonly p50: number; readonly p99: number } | null;
-  readonly holdRssMb?: number | null;
-}
+/** A timed scenario's figures (S1 to S3, S5) or S4's, whichever the system has. */
+type Figures = Partial<TimedFigures> & Partial<StatusFigures>;
 
-const round = (v: number): number => Math.round(v * 100) / 100;
 
 /** `median (run 1, run 2, ...)`, or `-` when no run has the figure. */
 function cell(values: ReadonlyArray<number | undefined>): string {
   const known = values.filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
   if (known.length === 0) return '-';
-  return `${round(median(known))} (${known.map(round).join(', ')})`;
+  return `${r2(median(known))} (${known.map(r2).join(', ')})`;
 }
 
 function scenarioTable(files: readonly BenchResults[]): string {

@@ -96,7 +96,8 @@ export function readS6Options(env: NodeJS.ProcessEnv): S6Options {
   };
 }
 
-const r2 = (x: number): number => Math.round(x * 100) / 100;
+/** `x` to two decimals. */
+export const r2 = (x: number): number => Math.round(x * 100) / 100;
 /** `a / b` to two decimals, or two significant digits below 0.1 (a reference far ahead). */
 const ratioOf = (a: number, b: number): number => (a / b >= 0.1 ? r2(a / b) : Number((a / b).toPrecision(2)));
 

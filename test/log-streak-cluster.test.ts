@@ -64,6 +64,8 @@ describe('an installation job failing for a while on three nodes', () => {
     for (const n of nodes) n.kill('SIGTERM');
     for (const n of nodes) assert.equal((await n.exited).code, 0);
 
+    const failedRuns = await failedOn();
+    assert.ok(failedRuns.size >= 2, `the failing ticks ran on more than one node (${[...failedRuns].join(', ')})`);
     const lines = nodes.flatMap((n) => n.lines.filter((l) => l['jobId'] === 'flaky'));
     const failed = lines.filter((l) => /^job "flaky" failed: flaky is down$/.test(String(l['msg'])));
     const recovered = lines.filter((l) => /^job "flaky" recovered after \d+ unsuccessful runs$/.test(String(l['msg'])));
