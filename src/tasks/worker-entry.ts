@@ -83,8 +83,18 @@ class Running {
   }
 }
 
-/** What a module exports, by module, kind and id: found once per thread. */
-const found = new Map<string, { run: (...args: unknown[]) => unknown } | LeaseholdError | undefined>();
+type Found = { run: (...args: unknown[]) => unknown } | LeaseholdError | undefined;
+/** What a module exports, by module, then kind and id: found once per thread. */
+const found = new Map<string, Map<string, Found>>();
+
+/** The handler of a request, looked up in its module's exports once per thread. */
+function handlerOf(mod: Record<string, unknown>, req: ThreadRequest): Found {
+  let inModule = found.get(req.module);
+  if (!inModule) found.set(req.module, (inModule = new Map()));
+  const key = `${req.kind}\u0000${req.id}`;
+  if (!inModule.has(key)) inModule.set(key, find(mod, req.kind, req.id) ?? findDecorated(mod, req.module, req.kind, req.id));
+  return inModule.get(key);
+}
 
 function channelsOf(name: string): { up: BroadcastChannel; down: BroadcastChannel } {
   let c = channels.get(name);
@@ -125,6 +135,41 @@ function portLogger(req: ThreadRequest, bindings: Record<string, unknown>): Logg
   };
 }
 
+/**
+ * The context a handler gets in the thread: the request's plain fields, and `signal` and `log`
+ * made when first read (as on the event loop). A class, not an object literal with its own
+ * getters, which cost more per task than a no-op task does (docs/benchmarks.md, S6).
+ */
+class ThreadContext {
+  readonly #req: ThreadRequest;
+  readonly #abort: Running;
+  #log: Logger | undefined;
+  /** Refused in a thread: a task or job submits from the event loop. */
+  readonly submit: () => Promise<never>;
+
+  constructor(req: ThreadRequest, abort: Running) {
+    Object.assign(this, req.ctx);
+    this.#req = req;
+    this.#abort = abort;
+    this.submit = () => Promise.reject(new LeaseholdError(ErrorCodes.invalidTask, `${req.kind} "${req.id}": ctx.submit is not available on a worker thread; submit from a job or task on the event loop`));
+  }
+
+  get signal(): AbortSignal {
+    return this.#abort.signal;
+  }
+
+  get log(): Logger {
+    if (!this.#log) {
+      const req = this.#req;
+      const c = req.ctx;
+      const attempt = typeof c['attempt'] === 'number' && c['attempt'] > 1 ? { attempt: c['attempt'] } : {};
+      // The bindings the node's own logger would give: the task's, or the run's.
+      this.#log = portLogger(req, req.kind === 'task' ? { task: c['task'], taskId: c['taskId'], executor: c['executor'], ...attempt } : { jobId: c['jobId'], runId: c['runId'], ...attempt });
+    }
+    return this.#log;
+  }
+}
+
 /** Runs one task or job handler; piscina calls this for each request. */
 export default async function runInThread(req: ThreadRequest): Promise<ThreadAnswer> {
   const abort = new Running();
@@ -137,9 +182,7 @@ export default async function runInThread(req: ThreadRequest): Promise<ThreadAns
     } catch (err) {
       return { ok: false, code: ErrorCodes.invalidModule, error: `${req.kind} "${req.id}": its module ${req.module} failed to load in a worker thread: ${errorMessage(err)}` };
     }
-    const key = `${req.kind}\u0000${req.id}\u0000${req.module}`;
-    if (!found.has(key)) found.set(key, find(mod, req.kind, req.id) ?? findDecorated(mod, req.module, req.kind, req.id));
-    const handler = found.get(key);
+    const handler = handlerOf(mod, req);
     if (handler instanceof LeaseholdError) return { ok: false, code: handler.code, error: handler.message };
     if (!handler) {
       return {
@@ -148,21 +191,7 @@ export default async function runInThread(req: ThreadRequest): Promise<ThreadAns
         error: `${req.kind} "${req.id}": its module ${req.module} does not export it (a worker thread finds a ${req.kind} among the module's exports or in an exported array, and a decorated method on an instance the module exports)`,
       };
     }
-    const c = req.ctx;
-    const attempt = typeof c['attempt'] === 'number' && c['attempt'] > 1 ? { attempt: c['attempt'] } : {};
-    // The bindings the node's own logger would give: the task's, or the run's.
-    const bindings = req.kind === 'task' ? { task: c['task'], taskId: c['taskId'], executor: c['executor'], ...attempt } : { jobId: c['jobId'], runId: c['runId'], ...attempt };
-    let log: Logger | undefined;
-    const ctx = {
-      ...c,
-      get signal(): AbortSignal {
-        return abort.signal;
-      },
-      get log(): Logger {
-        return (log ??= portLogger(req, bindings));
-      },
-      submit: (): Promise<never> => Promise.reject(new LeaseholdError(ErrorCodes.invalidTask, `${req.kind} "${req.id}": ctx.submit is not available on a worker thread; submit from a job or task on the event loop`)),
-    };
+    const ctx = new ThreadContext(req, abort);
     const value: unknown = req.kind === 'task' ? await handler.run(req.payload, ctx) : await handler.run(ctx);
     return { ok: true, value };
   } catch (error) {
