@@ -112,6 +112,14 @@ function leaseStoreContract(name: string, provider: () => Provider): void {
       claimed(await store.claim(req(now + 3000, { nowGuardMs: 10_000 })));
     });
 
+    it('accepts a claim as early as it says it was sent, and no earlier', async () => {
+      await fresh();
+      const now = await p.serverNowMs();
+      assert.equal((await store.claim(req(now + 150))).kind, 'early', 'without a lead: the default tolerance (20 ms)');
+      assert.equal((await store.claim(req(now + 400, { leadMs: 150 }))).kind, 'early', 'sent 150 ms ahead, it is not 400 ms early');
+      claimed(await store.claim(req(now + 150, { leadMs: 150 })));
+    });
+
     it('waits the fixed delay after the previous run ended on any instance', async () => {
       await fresh();
       const first = claimed(await store.claim(req(base, { mode: 'delay' })));

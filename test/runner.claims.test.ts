@@ -172,6 +172,62 @@ test('with a claim lead the claim goes out ahead of the tick and the run starts 
   await core.stop();
 });
 
+test('a claim whose answer came late goes out earlier at the next tick, by what its round trip took, and its run starts on the tick', async () => {
+  const clock = new ManualClock(T0 + 500);
+  const sentAt: number[] = [];
+  const leads: Array<number | undefined> = [];
+  let answerMs = 40; // Redis busy with a thousand other claims of the same tick
+  const c: Coordinator = {
+    claimLeadMs: 10,
+    claim: (r) => {
+      sentAt.push(clock.now() - r.tick);
+      leads.push(r.leadMs);
+      return new Promise((resolve) => clock.setTimer(() => resolve({ kind: 'claimed', lease: lease(1, () => {}), token: 1, previousTick: null, serverNowMs: clock.now() }), answerMs));
+    },
+    close: async () => {},
+  };
+  const { logger } = memoryLogger();
+  const core = new Scheduler({ instanceId: 'me', logger, shutdownGraceMs: 0, clock, coordinator: c });
+  const lateMs: number[] = [];
+  core.on('runStarted', (e) => lateMs.push(e.startedAt - e.scheduledAt));
+  core.add({ id: 'j', scope: 'installation', cron: '* * * * * *', run: () => {} });
+  core.start();
+  await clock.advance(1_600);
+  assert.deepEqual(sentAt, [-10, -52], 'the second claim left its round trip and a quarter more ahead');
+  assert.deepEqual(leads, [10, 52], 'each claim says how early it is, so Redis accepts it that early');
+  assert.deepEqual(lateMs, [30, 0], 'the first run started when its answer came, the second on its tick');
+  answerMs = 2; // the rush is over: the lead shrinks by a fifth a tick, never below the coordinator's
+  await clock.advance(5_000);
+  assert.deepEqual(sentAt.slice(2), [-52, -52, -41, -32, -25], 'each answer shrinks the lead of the fire after the one planned already');
+  assert.ok(lateMs.every((ms, i) => i === 0 || ms === 0), `every later run on its tick: ${lateMs.join(', ')}`);
+  await clock.advance(10_000);
+  assert.equal(sentAt.at(-1), -10, 'back to the coordinator\'s lead');
+  await core.stop();
+});
+
+test('a claim lead is at most a quarter of the interval, and 250 ms', async () => {
+  const clock = new ManualClock(T0 + 500);
+  const sentAt: number[] = [];
+  const c: Coordinator = {
+    claimLeadMs: 10,
+    claim: (r) => {
+      sentAt.push(clock.now() - r.tick);
+      return new Promise((resolve) => clock.setTimer(() => resolve({ kind: 'claimed', lease: lease(1, () => {}), token: 1, previousTick: null, serverNowMs: clock.now() }), 900));
+    },
+    close: async () => {},
+  };
+  const { logger } = memoryLogger();
+  const core = new Scheduler({ instanceId: 'me', logger, shutdownGraceMs: 0, clock, coordinator: c });
+  core.add({ id: 'every-second', scope: 'installation', cron: '* * * * * *', run: () => {} });
+  core.add({ id: 'every-ten', scope: 'installation', cron: '*/10 * * * * *', run: () => {} });
+  core.start();
+  await clock.advance(25_000);
+  assert.ok(sentAt.length > 10);
+  assert.ok(Math.min(...sentAt) >= -250, `never more than 250 ms ahead: ${Math.min(...sentAt)}`);
+  assert.ok(sentAt.includes(-250), 'the ten-second job reaches the cap');
+  await core.stop();
+});
+
 test('with a claim lead, a run still going at the early fire is judged on the tick: ending just before it is no overrun', async () => {
   const clock = new ManualClock(T0 + 500);
   const c: Coordinator = {

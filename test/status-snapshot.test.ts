@@ -32,4 +32,22 @@ describe('status snapshot', () => {
     assert.deepEqual(JSON.parse(next.json.toString('utf8')), { jobs: [{ id: 'a', runs: 2 }] }, 'a new read has its own text');
     assert.equal(encoded, 2);
   });
+
+  it('makes the text as soon as a read is in when asked to, so that no request waits for it', async () => {
+    let encoded = 0;
+    const read = async () => ({ jobs: [{ id: 'a' }], toJSON() { encoded++; return { jobs: this.jobs }; } });
+    const ahead = new SnapshotCache(read, (err) => assert.fail(String(err)), undefined, { encodeAhead: (v) => v.jobs.length <= 1 });
+    const snap = await ahead.get();
+    assert.equal(encoded, 0, 'not in the turn of the read');
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(encoded, 1, 'made in the next turn');
+    assert.deepEqual(JSON.parse(snap.json.toString('utf8')), { jobs: [{ id: 'a' }] });
+    assert.equal(encoded, 1, 'the text made ahead is the one answered');
+
+    let big = 0;
+    const large = new SnapshotCache(async () => ({ jobs: [1, 2], toJSON() { big++; return {}; } }), (err) => assert.fail(String(err)), undefined, { encodeAhead: (v) => v.jobs.length <= 1 });
+    await large.get();
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(big, 0, 'a value the predicate refuses is never encoded ahead');
+  });
 });

@@ -22,11 +22,15 @@ import { batcher, type Batcher } from './batcher.js';
  */
 export const CLAIM_LEAD_MS = 10;
 
+/** Room for the error of a node's measured offset to Redis time, ms. */
+const OFFSET_SLACK_MS = 10;
+
 /**
- * How far before its tick (on Redis time) a claim is accepted: the lead plus room for the
- * error of the measured offset. Anything earlier is answered `early` and retried at the tick.
+ * How far before its tick (on Redis time) a claim is accepted: its lead (at least
+ * {@link CLAIM_LEAD_MS}) plus room for the error of the measured offset. Anything earlier is
+ * answered `early` and retried at the tick.
  */
-export const NOW_GUARD_MS = CLAIM_LEAD_MS + 10;
+export const NOW_GUARD_MS = CLAIM_LEAD_MS + OFFSET_SLACK_MS;
 
 /** A claimed lease. Extend it while the run goes on; release it when the run ends. */
 export interface Lease {
@@ -131,7 +135,7 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
       try {
         reply = await claims.send({
           leaseKey, stateKey, statsKey, runsKey, countSkip: request.countSkip ?? false,
-          tick, leaseMs, holder, mode, nowGuardMs: request.nowGuardMs ?? NOW_GUARD_MS, runsCap,
+          tick, leaseMs, holder, mode, nowGuardMs: request.nowGuardMs ?? Math.max(NOW_GUARD_MS, (request.leadMs ?? 0) + OFFSET_SLACK_MS), runsCap,
           ...(request.request === undefined ? {} : { request: request.request }),
         });
       } catch (err) {

@@ -24,6 +24,8 @@ export interface ClaimRequest {
   readonly countSkip?: boolean;
   /** `manual` only: the operator's request; claimed once cluster-wide however many nodes try it. */
   readonly request?: string;
+  /** How long before its tick the claim was sent, ms (on the node's measured Redis time): it is accepted that early. */
+  readonly leadMs?: number;
 }
 
 /** What `claim.lua` reads of one job besides its keys; see the script's header. */

@@ -45,6 +45,11 @@ export class Slot {
    * a resume, a return to a valid schedule, or a new schedule. Ticks before it are not missed.
    */
   dueSince = -Infinity;
+  /**
+   * How long before its grid tick this job's claim goes out, learned from the round trips of its
+   * last claims (0 until one is answered: the coordinator's lead).
+   */
+  claimLeadMs = 0;
   /** The tick whose claim is in flight: nothing else starts meanwhile. */
   claiming: number | undefined;
   /** The run in progress. */

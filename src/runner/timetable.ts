@@ -128,9 +128,10 @@ export class Timetable {
 
   /**
    * When a tick fires. An installation job: its first claimer fires ahead of a grid tick (cron,
-   * fixedRate) by the coordinator's claim lead, at most a quarter of its interval, so the claim's
-   * round trip is over when the tick comes (the run still starts on the tick); the backup and
-   * the others fire a hand-off delay after it. Everything else fires on the tick.
+   * fixedRate) by the coordinator's claim lead or the lead its last claims' round trips asked for
+   * if longer, at most a quarter of its interval, so the claim's round trip is over when the tick
+   * comes (the run still starts on the tick); the backup and the others fire a hand-off delay
+   * after it. Everything else fires on the tick.
    */
   private fireAt(slot: Slot, tick: number): number {
     if (slot.job.scope !== 'installation') return tick;
@@ -138,7 +139,7 @@ export class Timetable {
     const lead = this.host.coordinator.claimLeadMs ?? 0;
     const trigger = slot.effective?.trigger;
     if (lead <= 0 || !trigger || trigger.kind === 'fixedDelay') return tick;
-    return tick - Math.min(lead, Math.floor(trigger.intervalMs / 4));
+    return tick - Math.min(Math.max(lead, slot.claimLeadMs), Math.floor(trigger.intervalMs / 4));
   }
 
   private push(slot: Slot, at: number, tick: number, kind: 'fire' | 'retry', mode: ClaimMode): void {

@@ -20,7 +20,7 @@ import { SnapshotCache } from './snapshot.js';
 import { parseLease } from './build.js';
 import type { LeaseStatus } from './model.js';
 import { JobSnapshots } from './job-snapshots.js';
-import { checkUnpaged, pageOf } from './page.js';
+import { MAX_UNPAGED_JOBS, checkUnpaged, pageOf } from './page.js';
 
 /** How long `GET /health` waits for Redis to answer PING, in ms. */
 const HEALTH_PING_TIMEOUT_MS = 1_000;
@@ -80,7 +80,8 @@ export function createManageApi(d: ManageApiDeps): ManageApi {
   const { core, redis, keys } = d;
   const opts = { failingStreak: d.failingStreak };
   const scopes = new Map<string, string>();
-  const snapshot = new SnapshotCache(() => readCluster(redis, keys, { ...opts, scopes }), d.onReadError, core.clock);
+  // An installation small enough to be answered whole has its text made as it is read.
+  const snapshot = new SnapshotCache(() => readCluster(redis, keys, { ...opts, scopes }), d.onReadError, core.clock, { encodeAhead: (status) => status.jobs.length <= MAX_UNPAGED_JOBS });
   const jobs = new JobSnapshots({
     read: (id) => readJob(redis, keys, id, opts),
     local: (id) => core.job(id) !== undefined,

@@ -69,7 +69,7 @@ export class JobSnapshots {
   private add(id: string): Entry {
     const now = this.d.clock.monotonic();
     for (const [k, e] of this.entries) if (now - e.usedAt > IDLE_MS) this.entries.delete(k);
-    const entry: Entry = { cache: new SnapshotCache(() => this.d.read(id), this.d.onBackgroundError, this.d.clock, JOB_FRESH_MS, JOB_STALE_MS), usedAt: now };
+    const entry: Entry = { cache: new SnapshotCache(() => this.d.read(id), this.d.onBackgroundError, this.d.clock, { freshMs: JOB_FRESH_MS, staleMs: JOB_STALE_MS }), usedAt: now };
     this.entries.set(id, entry);
     return entry;
   }

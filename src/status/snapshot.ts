@@ -33,19 +33,37 @@ export interface Snapshot<T> {
   readonly readMs: number;
 }
 
+/** How a {@link SnapshotCache} keeps its snapshots. */
+export interface SnapshotOptions<T> {
+  /** A snapshot younger than this is served as it is, in ms (default {@link FRESH_MS}). */
+  readonly freshMs?: number;
+  /** After its freshness, how much longer it is served while a new one is read, in ms (default {@link STALE_MS}). */
+  readonly staleMs?: number;
+  /**
+   * Whether a new snapshot's JSON text is made as soon as it is read (in the next turn) rather
+   * than by the first caller that asks for it: for values that are answered whole.
+   */
+  readonly encodeAhead?: (value: T) => boolean;
+}
+
 /** The cache; see the module comment. */
 export class SnapshotCache<T> {
   private current: Snapshot<T> | undefined;
   private reading: Promise<Snapshot<T>> | undefined;
   private generation = 0;
 
+  private readonly freshMs: number;
+  private readonly staleMs: number;
+
   constructor(
     private readonly read: () => Promise<T>,
     private readonly onBackgroundError: (err: unknown) => void,
     private readonly clock: Timers = systemClock,
-    private readonly freshMs = FRESH_MS,
-    private readonly staleMs = STALE_MS,
-  ) {}
+    private readonly opts: SnapshotOptions<T> = {},
+  ) {
+    this.freshMs = opts.freshMs ?? FRESH_MS;
+    this.staleMs = opts.staleMs ?? STALE_MS;
+  }
 
   /** The snapshot to answer with now. */
   get(): Promise<Snapshot<T>> {
@@ -77,6 +95,8 @@ export class SnapshotCache<T> {
         const at = this.clock.monotonic();
         const snap = snapshotOf(value, at, at - started);
         if (generation === this.generation) this.current = snap;
+        // Made in a turn of its own once the read is in, so that no request waits for the text.
+        if (this.opts.encodeAhead?.(value) === true) setImmediate(() => snap.json);
         return snap;
       })
       .finally(() => {
