@@ -6,6 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Scheduler } from '../src/runner/runner.js';
+import { MAX_CLAIM_LEAD_MS, nextClaimLead } from '../src/runner/claims.js';
 import type { ClaimResult, ClaimRequest, Coordinator, HeldLease } from '../src/lease/port.js';
 import { LeaseholdError, type JobContext } from '../src/index.js';
 import { ManualClock } from './helpers/clock.js';
@@ -193,16 +194,26 @@ test('a claim whose answer came late goes out earlier at the next tick, by what 
   core.add({ id: 'j', scope: 'installation', cron: '* * * * * *', run: () => {} });
   core.start();
   await clock.advance(1_600);
-  assert.deepEqual(sentAt, [-10, -52], 'the second claim left its round trip and a quarter more ahead');
-  assert.deepEqual(leads, [10, 52], 'each claim says how early it is, so Redis accepts it that early');
+  assert.deepEqual(sentAt, [-10, -80], 'the second claim left ahead by its round trip and a quarter more, in a doubling of the coordinator\'s lead');
+  assert.deepEqual(leads, [10, 80], 'each claim says how early it is, so Redis accepts it that early');
   assert.deepEqual(lateMs, [30, 0], 'the first run started when its answer came, the second on its tick');
-  answerMs = 2; // the rush is over: the lead shrinks by a fifth a tick, never below the coordinator's
+  answerMs = 2; // the rush is over: the lead halves a tick, never below the coordinator's
   await clock.advance(5_000);
-  assert.deepEqual(sentAt.slice(2), [-52, -52, -41, -32, -25], 'each answer shrinks the lead of the fire after the one planned already');
+  assert.deepEqual(sentAt.slice(2), [-80, -80, -40, -20, -10], 'each answer shrinks the lead of the fire after the one planned already');
   assert.ok(lateMs.every((ms, i) => i === 0 || ms === 0), `every later run on its tick: ${lateMs.join(', ')}`);
   await clock.advance(10_000);
   assert.equal(sentAt.at(-1), -10, 'back to the coordinator\'s lead');
   await core.stop();
+});
+
+test('claim leads double from the coordinator\'s as round trips need, halve when twice enough, and stop at the cap', () => {
+  assert.equal(nextClaimLead(0, 3, 10), 10, 'a quick answer keeps the coordinator\'s lead');
+  assert.equal(nextClaimLead(10, 30, 10), 40, '30 ms needs 40 (a quarter to spare)');
+  assert.equal(nextClaimLead(40, 30, 10), 40, 'steady');
+  assert.equal(nextClaimLead(80, 40, 10), 80, 'not yet twice enough (52 needed)');
+  assert.equal(nextClaimLead(160, 30, 10), 80, 'twice enough: halved');
+  assert.equal(nextClaimLead(20, 5_000, 10), MAX_CLAIM_LEAD_MS);
+  assert.equal(nextClaimLead(0, 50, 0), 0, 'no lead without a coordinator\'s');
 });
 
 test('a claim lead is at most a quarter of the interval, and 250 ms', async () => {

@@ -23,10 +23,17 @@ export const MAX_CLAIM_LEAD_MS = 250;
 /**
  * The lead of a job's next claim after one that took `roundTripMs`: enough for that round trip
  * with a quarter to spare (a tick of a thousand jobs queues their claims in Redis for tens of
- * ms, and its runs would start that late), shrinking by a fifth a tick when answers come faster.
+ * ms, and its runs would start that late). Leads are the coordinator's `baseMs` doubled as often
+ * as needed, so that jobs due together still fire together and their claims travel in one
+ * batch; a lead twice what its round trip needs halves at the next tick.
  */
-export function nextClaimLead(previousMs: number, roundTripMs: number): number {
-  return Math.min(MAX_CLAIM_LEAD_MS, Math.max(Math.ceil(roundTripMs * 1.25) + 2, Math.floor(previousMs * 0.8)));
+export function nextClaimLead(previousMs: number, roundTripMs: number, baseMs: number): number {
+  if (!(baseMs > 0)) return 0; // a coordinator without a lead claims on the tick
+  const needed = Math.ceil(roundTripMs * 1.25) + 2;
+  let lead = Math.max(previousMs, baseMs);
+  if (needed > lead) while (lead < needed && lead < MAX_CLAIM_LEAD_MS) lead *= 2;
+  else if (needed <= lead / 2) lead = Math.max(baseMs, lead / 2);
+  return Math.min(lead, MAX_CLAIM_LEAD_MS);
 }
 
 /** What the claim protocol needs of the runner. */
@@ -157,8 +164,8 @@ export class Claims {
   /** Sets the job's claim lead from a round trip; a lead that grew moves the next fire, planned already, earlier. */
   private learnLead(slot: Slot, roundTripMs: number): void {
     const before = slot.claimLeadMs;
-    slot.claimLeadMs = nextClaimLead(before, roundTripMs);
-    if (slot.claimLeadMs > before && slot.nextAt !== null) this.host.timetable.tick(slot, slot.nextAt);
+    slot.claimLeadMs = nextClaimLead(before, roundTripMs, this.host.coordinator.claimLeadMs ?? 0);
+    if (slot.claimLeadMs > before) this.host.timetable.refire(slot);
   }
 
   /** Another run holds the lease: try again within the misfire grace, or skip the tick. */

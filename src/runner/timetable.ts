@@ -110,6 +110,11 @@ export class Timetable {
     this.at(slot, this.fireAt(slot, tick), tick);
   }
 
+  /** Plans the job's next fire again for the tick it is planned for, at its claim lead now. */
+  refire(slot: Slot): void {
+    if (slot.nextAt !== null) this.push(slot, this.fireAt(slot, slot.nextAt), slot.nextAt, 'fire', 'grid', false);
+  }
+
   /** Plans a claim retry of `tick` at `at`. */
   retryAt(slot: Slot, at: number, tick: number, mode: ClaimMode): void {
     this.push(slot, at, tick, 'retry', mode);
@@ -142,13 +147,13 @@ export class Timetable {
     return tick - Math.min(Math.max(lead, slot.claimLeadMs), Math.floor(trigger.intervalMs / 4));
   }
 
-  private push(slot: Slot, at: number, tick: number, kind: 'fire' | 'retry', mode: ClaimMode): void {
+  private push(slot: Slot, at: number, tick: number, kind: 'fire' | 'retry', mode: ClaimMode, announce = true): void {
     if (!this.host.isRunning || slot.removed) return;
     const seq = ++this.seq;
     if (kind === 'fire') {
       slot.fireSeq = seq;
       slot.nextAt = tick;
-      this.host.emitter.emit('scheduled', { jobId: slot.job.id, nextDueAt: tick });
+      if (announce) this.host.emitter.emit('scheduled', { jobId: slot.job.id, nextDueAt: tick });
     } else {
       slot.retrySeq = seq;
     }
