@@ -30,7 +30,6 @@ const FIGURES = [
 /** A timed scenario's figures (S1 to S3, S5) or S4's, whichever the system has. */
 type Figures = Partial<TimedFigures> & Partial<StatusFigures>;
 
-
 /** `median (run 1, run 2, ...)`, or `-` when no run has the figure. */
 function cell(values: ReadonlyArray<number | undefined>): string {
   const known = values.filter((v): v is number => typeof v === 'number' && Number.isFinite(v));

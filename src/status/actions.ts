@@ -123,9 +123,10 @@ export function createManageApi(d: ManageApiDeps): ManageApi {
   return {
     cluster: async () => (await snapshot.get()).value,
     async clusterJson() {
-      const { value, json } = await snapshot.get();
-      checkUnpaged(value.jobs.length);
-      return json;
+      const snap = await snapshot.get();
+      // Checked before the text is asked for: a refused answer must not encode the whole status.
+      checkUnpaged(snap.value.jobs.length);
+      return snap.json;
     },
     jobsPage: async (query) => pageOf((await snapshot.get()).value, query),
     job: (id) => jobs.get(id),

@@ -38,7 +38,6 @@ export interface ReadOptions {
 const READ_CHUNK = 250;
 
 /** Commands of one read, each queued with the key that decides its slot. */
-
 class Reads {
   readonly commands: PipelinedCommand[] = [];
 

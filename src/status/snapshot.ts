@@ -52,27 +52,21 @@ export class SnapshotCache<T> {
   private reading: Promise<Snapshot<T>> | undefined;
   private generation = 0;
 
-  private readonly freshMs: number;
-  private readonly staleMs: number;
-
   constructor(
     private readonly read: () => Promise<T>,
     private readonly onBackgroundError: (err: unknown) => void,
     private readonly clock: Timers = systemClock,
     private readonly opts: SnapshotOptions<T> = {},
-  ) {
-    this.freshMs = opts.freshMs ?? FRESH_MS;
-    this.staleMs = opts.staleMs ?? STALE_MS;
-  }
+  ) {}
 
   /** The snapshot to answer with now. */
   get(): Promise<Snapshot<T>> {
     const c = this.current;
     const age = c ? this.clock.monotonic() - c.at : Infinity;
-    const fresh = c ? Math.max(this.freshMs, READ_SHARE * c.readMs) : 0;
+    const fresh = c ? Math.max(this.opts.freshMs ?? FRESH_MS, READ_SHARE * c.readMs) : 0;
     if (c && age < fresh) return Promise.resolve(c);
     const next = this.refresh();
-    if (c && age < fresh + this.staleMs) {
+    if (c && age < fresh + (this.opts.staleMs ?? STALE_MS)) {
       next.catch(this.onBackgroundError);
       return Promise.resolve(c);
     }
