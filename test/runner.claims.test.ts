@@ -290,3 +290,30 @@ test('ticks while paused, while the schedule was invalid, or on an older schedul
   assert.deepEqual(missed, [], 'nothing was due and run by no node');
   await core.stop();
 });
+
+test('a tick this node skipped because its own run overran is an overrun, not also a missed tick (a start late in a period, and every overrun)', async () => {
+  // The node starts late in a period: the current period's tick is taken at once, and its run
+  // is still going at the next tick, which is skipped here as an overrun.
+  const clock = new ManualClock(T0 + 800);
+  const { logger } = memoryLogger();
+  const core = new Scheduler({ instanceId: 'me', logger, shutdownGraceMs: 0, clock });
+  const events: string[] = [];
+  core.on('runStarted', (e) => events.push(`start ${e.scheduledAt - T0}`));
+  core.on('skipped', (e) => events.push(`skip ${e.scheduledAt - T0} ${e.reason}`));
+  core.on('missed', (e) => events.push(`missed ${e.count}`));
+  core.add({ id: 'rollup', scope: 'installation', fixedRate: '1s', run: () => new Promise<void>((r) => clock.setTimer(r, 700)) });
+  core.start();
+  await clock.advance(1_500);
+  // Then a job whose every run overruns two ticks.
+  core.remove('rollup');
+  core.add({
+    id: 'slow', scope: 'installation', fixedRate: '1s',
+    run: (ctx: JobContext) => new Promise<void>((r) => {
+      clock.setTimer(r, 2_500);
+      ctx.signal.addEventListener('abort', () => r());
+    }),
+  });
+  await clock.advance(4_000);
+  assert.deepEqual(events, ['start 0', 'skip 1000 overrun', 'start 2000', 'start 2000', 'skip 3000 overrun', 'skip 4000 overrun', 'start 5000', 'skip 6000 overrun']);
+  await core.stop();
+});

@@ -127,8 +127,10 @@ export class Claims {
     switch (result.kind) {
       case 'claimed': {
         if (result.previousTick !== null && mode === 'grid') {
-          // Ticks before the job was due again (paused, invalid, another schedule) are not missed.
-          const count = countMissedTicks(eff.trigger, Math.max(result.previousTick, slot.dueSince), tick);
+          // Ticks before the job was due again (paused, invalid, another schedule) are not missed,
+          // nor those this node skipped as overruns of its own run (counted as overruns).
+          const after = Math.max(result.previousTick, slot.dueSince);
+          const count = countMissedTicks(eff.trigger, after, tick) - slot.takeOverruns(after, tick);
           if (count > 0) host.emitter.emit('missed', { jobId: slot.job.id, count, afterTick: result.previousTick, beforeTick: tick });
         }
         host.startRun(slot, eff, tick, mode === 'manual', result.lease);

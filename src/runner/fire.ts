@@ -71,6 +71,7 @@ export function fireTick(host: FireHost, slot: Slot, tick: number, now: number):
   }
   if (slot.busy) {
     host.skip(slot, 'overrun', tick, now);
+    slot.noteOverrun(tick);
     return;
   }
   host.begin(slot, eff, tick, t.kind === 'fixedDelay' ? 'delay' : 'grid', undefined, place === 1);

@@ -27,6 +27,9 @@ export interface SettingsSource {
 const PROCESS_ENV: Environment = process.env;
 
 /** One job in the runner: its definition, its schedule as it applies now, and what it is doing. */
+/** At most this many overrun ticks are noted between two claims won (an overrun of hours of a per-second job keeps the last). */
+const MAX_OVERRUNS_NOTED = 10_000;
+
 export class Slot {
   effective: EffectiveSchedule | undefined;
   invalidCause: string | undefined;
@@ -50,6 +53,8 @@ export class Slot {
    * last claims (0 until one is answered: the coordinator's lead).
    */
   claimLeadMs = 0;
+  /** Grid ticks this node skipped as overruns since its last claim won (undefined: none). */
+  private overruns: number[] | undefined;
   /** The tick whose claim is in flight: nothing else starts meanwhile. */
   claiming: number | undefined;
   /** The run in progress. */
@@ -82,6 +87,20 @@ export class Slot {
   /** Whether a claim or a run occupies the job. */
   get busy(): boolean {
     return this.claiming !== undefined || this.running !== undefined;
+  }
+
+  /** Notes a grid tick this node skipped as an overrun (counted as one): no later claim counts it missed. */
+  noteOverrun(tick: number): void {
+    this.overruns ??= [];
+    this.overruns.push(tick);
+    if (this.overruns.length > MAX_OVERRUNS_NOTED) this.overruns.shift();
+  }
+
+  /** How many of the noted overruns lie strictly between two ticks; forgets every one noted. */
+  takeOverruns(after: number, before: number): number {
+    const n = this.overruns?.filter((t) => t > after && t < before).length ?? 0;
+    this.overruns = undefined;
+    return n;
   }
 
   /** Applies the job's current settings; emits state changes and warnings. */
