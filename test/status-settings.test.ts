@@ -161,7 +161,8 @@ describe('settings hash', () => {
     assert.deepEqual(parseControl('{"type":"settings"}'), { type: 'settings' });
     assert.deepEqual(parseControl('{"type":"run","jobId":"a"}'), { type: 'run', jobId: 'a' });
     assert.deepEqual(parseControl('{"type":"left","instanceId":"node-b"}'), { type: 'left', instanceId: 'node-b' });
-    for (const bad of ['', 'null', '[]', '{"type":"run"}', '{"type":"run","jobId":""}', '{"type":"left"}', '{"type":"left","instanceId":""}', '{"type":"drop"}', 'x'.repeat(5000), '{']) {
+    assert.deepEqual(parseControl('{"type":"joined","instanceId":"node-c"}'), { type: 'joined', instanceId: 'node-c' });
+    for (const bad of ['', 'null', '[]', '{"type":"run"}', '{"type":"run","jobId":""}', '{"type":"left"}', '{"type":"left","instanceId":""}', '{"type":"joined","instanceId":7}', '{"type":"drop"}', 'x'.repeat(5000), '{']) {
       assert.equal(parseControl(bad), undefined, bad.slice(0, 20));
     }
   });

@@ -9,7 +9,9 @@
  * reason `cancelled`; with a `requestId`, each node that cancelled one answers
  * `{"type":"cancelled","jobId":"<id>","requestId":"...","instanceId":"..."}`),
  * `{"type":"left","instanceId":"<id>"}` (a node stopped and removed its heartbeat: the others
- * read the live nodes now, so the ticks it ranked first or second are claimed at once).
+ * read the live nodes now, so the ticks it ranked first or second are claimed at once),
+ * `{"type":"joined","instanceId":"<id>"}` (a node wrote its first heartbeat: the others read the
+ * live nodes now, so they rank its ticks as it does from its first tick).
  * @module
  */
 import { Cluster, type Redis } from 'ioredis';
@@ -24,7 +26,8 @@ export type ControlMessage =
   | { readonly type: 'run'; readonly jobId: string; readonly requestId?: string }
   | { readonly type: 'cancel'; readonly jobId: string; readonly requestId?: string }
   | { readonly type: 'cancelled'; readonly jobId: string; readonly requestId: string; readonly instanceId: string }
-  | { readonly type: 'left'; readonly instanceId: string };
+  | { readonly type: 'left'; readonly instanceId: string }
+  | { readonly type: 'joined'; readonly instanceId: string };
 
 /** Parses a message; undefined when it is not one leasehold sends. */
 export function parseControl(text: string): ControlMessage | undefined {
@@ -38,7 +41,7 @@ export function parseControl(text: string): ControlMessage | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
   const { type, jobId, requestId, instanceId } = value as { type?: unknown; jobId?: unknown; requestId?: unknown; instanceId?: unknown };
   if (type === 'settings') return typeof jobId === 'string' ? { type, jobId } : { type };
-  if (type === 'left') return typeof instanceId === 'string' && instanceId !== '' ? { type, instanceId } : undefined;
+  if (type === 'left' || type === 'joined') return typeof instanceId === 'string' && instanceId !== '' ? { type, instanceId } : undefined;
   if (typeof jobId !== 'string' || jobId === '') return undefined;
   if (type === 'run') return typeof requestId === 'string' ? { type, jobId, requestId } : { type, jobId };
   if (type === 'cancel') return typeof requestId === 'string' ? { type, jobId, requestId } : { type, jobId };

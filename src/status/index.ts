@@ -229,10 +229,11 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
           if (m.type === 'settings') void settings.load();
           else if (m.type === 'cancel') onCancel(m.jobId, m.requestId);
           else if (m.type === 'cancelled') cancels.answer(m.requestId, m.instanceId);
-          else if (m.type === 'left') {
-            // Its ticks go to the nodes left now, not at the next heartbeat (a tick it ranked
-            // first and second would be claimed by nobody until then).
-            if (m.instanceId !== core.instanceId) registry.nodeLeft();
+          else if (m.type === 'left' || m.type === 'joined') {
+            // Its ticks are ranked over the live nodes now, not at the next heartbeat: a tick a
+            // node that left ranked first and second would be claimed by nobody until then, and
+            // one a node that joined ranks differently would be claimed twice.
+            if (m.instanceId !== core.instanceId) registry.nodesChanged();
           }
           else if (core.job(m.jobId)) {
             logger.info({ jobId: m.jobId }, 'run of %s requested through the control channel', m.jobId);

@@ -71,6 +71,10 @@ export class Registry {
   private idsSentAt = -Infinity;
   private digest = '';
   private livePeers: readonly string[];
+  /** A read of the live nodes after a change heard on the control channel is due. */
+  private rereading = false;
+  /** This node has said on the control channel that it joined. */
+  private announced = false;
 
   constructor(private readonly opts: RegistryOptions) {
     // On the clock's own time: the shared clock is not measured yet (and is the same until it is).
@@ -122,11 +126,18 @@ export class Registry {
     if (!this.stopped && this.heartbeat) void this.beat();
   }
 
-  /** Another node stopped (it said so on the control channel): the live nodes are read now. */
-  nodeLeft(): void {
-    if (this.stopped || !this.heartbeat) return;
-    // A beat under way may have read the live nodes before that node left: one more after it.
-    void (this.beating ?? Promise.resolve()).then(() => (this.stopped ? undefined : this.beat()));
+  /**
+   * Another node stopped or started (it said so on the control channel): the live nodes are read
+   * now. A beat under way may have read them before the change: one more after it, and one for
+   * any number of changes heard meanwhile.
+   */
+  nodesChanged(): void {
+    if (this.stopped || !this.heartbeat || this.rereading) return;
+    this.rereading = true;
+    void (this.beating ?? Promise.resolve()).then(() => {
+      this.rereading = false;
+      return this.stopped ? undefined : this.beat();
+    });
   }
 
   /** One heartbeat (one pipeline): instance hash with TTL, last-seen score, stale members dropped, job ids. */
@@ -178,6 +189,11 @@ export class Registry {
       const failed = replies.find(([err]) => err);
       if (failed?.[0]) throw failed[0];
       this.seePeers(replies[4]?.[1], replies[6]?.[1]);
+      if (!this.announced) {
+        // After the first heartbeat is written: the others that read the live nodes now see this one.
+        this.announced = true;
+        redis.publish(keys.control, JSON.stringify({ type: 'joined', instanceId })).catch((err: unknown) => this.opts.logger.debug({ error: errorMessage(err) }, 'saying on the control channel that this node joined failed: the others see it at their next heartbeat'));
+      }
       if (this.failing) this.opts.logger.debug('heartbeat written again');
       this.failing = false;
       if (sendIds) this.idsSentAt = now;
@@ -199,7 +215,9 @@ export class Registry {
       if (!alive.has(id)) gone.push(id);
       else if (id !== instanceId && digest === this.digest) peers.push(id);
     }
-    this.livePeers = peers.sort();
+    peers.sort();
+    if (peers.join() !== this.livePeers.join()) this.opts.logger.debug({ nodes: peers }, 'the live nodes that run these jobs: %s', peers.join(', '));
+    this.livePeers = peers;
     if (gone.length > 0) {
       redis.hdel(keys.nodes, ...gone).catch((err: unknown) => this.opts.logger.debug({ error: errorMessage(err), nodes: gone.length }, 'forgetting the digests of nodes no longer live failed; retried with the next heartbeat'));
     }
