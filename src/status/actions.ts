@@ -86,16 +86,16 @@ export function createManageApi(d: ManageApiDeps): ManageApi {
   const scopes = new Map<string, string>();
   // An installation small enough to be answered whole has its text made as it is read.
   const snapshot = new SnapshotCache(() => readCluster(redis, keys, { ...opts, scopes }), d.onReadError, core.clock, { encodeAhead: (status) => status.jobs.length <= MAX_UNPAGED_JOBS });
-  // Pages read only their own jobs, cut from the list of ids (a state filter needs every job's
-  // state: it is cut from the whole status).
-  const directory = new SnapshotCache(() => readDirectory(redis, keys), d.onReadError, core.clock, { freshMs: DIRECTORY_FRESH_MS });
   const jobs = new JobSnapshots({
     read: (id) => readJob(redis, keys, id, opts),
     local: (id) => core.job(id) !== undefined,
-    directory: async () => (await directory.get()).value,
+    cluster: async () => (await snapshot.get()).value,
     onBackgroundError: d.onReadError,
     clock: core.clock,
   });
+  // Pages read only their own jobs, cut from the list of ids (a state filter needs every job's
+  // state: it is cut from the whole status).
+  const directory = new SnapshotCache(() => readDirectory(redis, keys), d.onReadError, core.clock, { freshMs: DIRECTORY_FRESH_MS });
   const search = new JobSearch({ redis, keys, clock: core.clock, localDescription: (id) => core.job(id)?.job.description ?? (core.job(id) ? undefined : null) });
   const page = async (query: JobsQuery): Promise<JobsPage> => {
     if (query.state !== undefined) return pageOf((await snapshot.get()).value, query);

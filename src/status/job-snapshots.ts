@@ -2,13 +2,12 @@
  * The snapshots of `GET /manage/jobs/:id`: one {@link SnapshotCache} per job, fresh for a
  * second, so that however many requests a node answers, Redis sees at most one read of a job
  * per second from it. An id is read only when it is known (a job of this node, or one in the
- * cached list of job ids): an unknown id costs no Redis command, and the caches stay bounded
+ * cluster's cached status): an unknown id costs no Redis command, and the caches stay bounded
  * by the jobs that exist.
  * @module
  */
 import type { Timers } from '../clock.js';
-import type { JobDetail } from './model.js';
-import type { JobDirectory } from './directory.js';
+import type { ClusterStatus, JobDetail } from './model.js';
 import { SnapshotCache } from './snapshot.js';
 
 /** A job's snapshot is served as it is for this long, in ms. */
@@ -24,8 +23,8 @@ export interface JobSnapshotsDeps {
   readonly read: (id: string) => Promise<JobDetail | undefined>;
   /** Whether the job is one of this node's. */
   readonly local: (id: string) => boolean;
-  /** The installation's job ids, as cached for the pages of `GET /manage/jobs`. */
-  readonly directory: () => Promise<JobDirectory>;
+  /** The cluster's status, as cached for `GET /manage/jobs`. */
+  readonly cluster: () => Promise<ClusterStatus>;
   readonly onBackgroundError: (err: unknown) => void;
   readonly clock: Timers;
 }
@@ -38,7 +37,7 @@ interface Entry {
 /** See the module comment. */
 export class JobSnapshots {
   private readonly entries = new Map<string, Entry>();
-  private readonly ids = new WeakMap<JobDirectory, ReadonlySet<string>>();
+  private readonly ids = new WeakMap<ClusterStatus, ReadonlySet<string>>();
 
   constructor(private readonly d: JobSnapshotsDeps) {}
 
@@ -61,9 +60,9 @@ export class JobSnapshots {
 
   private async known(id: string): Promise<boolean> {
     if (this.d.local(id)) return true;
-    const directory = await this.d.directory();
-    let ids = this.ids.get(directory);
-    if (!ids) this.ids.set(directory, (ids = new Set(directory.ids)));
+    const cluster = await this.d.cluster();
+    let ids = this.ids.get(cluster);
+    if (!ids) this.ids.set(cluster, (ids = new Set(cluster.jobs.map((j) => j.id))));
     return ids.has(id);
   }
 
