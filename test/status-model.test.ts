@@ -9,7 +9,7 @@ import type { Redis } from 'ioredis';
 import { keys as keyNames, type Keys } from '../src/redis/keys.js';
 import { parseLease } from '../src/status/build.js';
 import { degradedReasons } from '../src/status/health.js';
-import { readCluster, readJob, readListed } from '../src/status/read.js';
+import { readCluster, readJob } from '../src/status/read.js';
 import { pruneInstanceRows } from '../src/status/prune.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
 
@@ -180,48 +180,6 @@ describe('status model', () => {
     assert.deepEqual(s.jobs.map((j) => j.runs), Array.from({ length: 1_000 }, (_, i) => i), 'each job built from its own replies, across the chunks');
     assert.deepEqual(s.jobs.filter((j) => j.instances.length > 0).length, 500, 'the instance jobs keep their rows in every chunk');
     // How fast it is, is the benchmark's to say (S4: GET /manage/jobs with 1,000 jobs).
-  });
-
-  it('a page reads only its own jobs: each as the whole status shows it, a job forgotten since it was listed left out, commands by the page and not by the installation', async () => {
-    const k = fresh();
-    await job(k, 'fine', { runs: '7', succeeded: '7', lastOutcome: 'succeeded', lastSuccessAt: iso(now - 5_000), lastStartedAt: iso(now - 5_100), lastDurationMs: '100', lastInstance: 'n1' });
-    await job(k, 'streaky', { runs: '5', failed: '3', succeeded: '2', streak: '3', lastSuccessAt: iso(now - 5_000), lastOutcome: 'failed', lastError: 'boom' });
-    await job(k, 'held', { streak: '9', lastSuccessAt: iso(now - 1_000) });
-    await job(k, 'left-the-code', { lastSuccessAt: iso(now - 1_000) });
-    await job(k, 'everywhere', { scope: 'instance', nextDueAt: iso(now + 9_000), lastSuccessAt: iso(now - 1_000) });
-    await redis.hset(k.instanceStats('everywhere'), { 'n1.runs': '3', 'n1.lastOutcome': 'succeeded', 'n1.nextDueAt': iso(now + 5_000) });
-    await redis.hset(k.settings, { 'held.paused': 'true' });
-    // One live node, whose digest's set registers every job but one: that one is orphaned.
-    await redis.hset(k.instance('n1'), { id: 'n1', host: 'h1', pid: '10', version: '1.2.3', startedAt: iso(now - 1000), lastSeenAt: iso(now), jobs: '4' });
-    await redis.pexpire(k.instance('n1'), 15_000);
-    await redis.zadd(k.instances, now, 'n1');
-    await redis.hset(k.nodes, 'n1', 'digest-1');
-    await redis.sadd(k.registered('digest-1'), 'fine', 'streaky', 'held', 'everywhere');
-
-    const whole = await readCluster(redis, k, { failingStreak: 3 });
-    assert.deepEqual(whole.jobs.map((j) => [j.id, j.state]), [['everywhere', 'ok'], ['fine', 'ok'], ['held', 'paused'], ['left-the-code', 'orphaned'], ['streaky', 'degraded']]);
-    for (const ids of [whole.jobs.map((j) => j.id), ['held', 'left-the-code'], ['streaky']]) {
-      const page = await readListed(redis, k, ids, { failingStreak: 3 });
-      assert.deepEqual(page.jobs, whole.jobs.filter((j) => ids.includes(j.id)), ids.join());
-      assert.deepEqual(page.instances, whole.instances);
-    }
-    await redis.srem(k.jobs, 'held');
-    assert.deepEqual((await readListed(redis, k, ['fine', 'held', 'streaky'])).jobs.map((j) => j.id), ['fine', 'streaky'], 'forgotten since it was listed');
-
-    const bulk = fresh();
-    const p = redis.pipeline();
-    for (let i = 0; i < 1_000; i++) {
-      const id = `bulk-${String(i).padStart(4, '0')}`;
-      p.sadd(bulk.jobs, id);
-      p.hset(bulk.stats(id), { ...ZERO, scope: 'installation', scheduleKind: 'cron', schedule: '0 * * * * *', zone: 'UTC', intervalMs: '60000', runs: String(i), createdAt: iso(now), seenAt: iso(now) });
-    }
-    await p.exec();
-    const processed = async (): Promise<number> => Number(/total_commands_processed:(\d+)/.exec(await redis.info('stats'))?.[1]);
-    const before = await processed();
-    const page = await readListed(redis, bulk, Array.from({ length: 100 }, (_, i) => `bulk-${String(500 + i).padStart(4, '0')}`));
-    const after = await processed();
-    assert.deepEqual(page.jobs.map((j) => j.runs), Array.from({ length: 100 }, (_, i) => 500 + i));
-    assert.equal(after - before - 1, 4 + 5 * 100, 'five commands per job of the page (stats, rows, lease and its ttl, whether it is registered), four besides');
   });
 
   it('parses lease values, and judges degradation with slack for the last run', () => {

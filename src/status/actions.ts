@@ -14,17 +14,13 @@ import type { ActionResult, HealthReason, HealthReport, ManageApi } from './api.
 import { publishControl } from './control.js';
 import { randomUUID } from 'node:crypto';
 import { forgetJob } from './forget.js';
-import { readCluster, readJob, readListed } from './read.js';
+import { readCluster, readJob } from './read.js';
 import { corruptSettings, isWrongType, type RedisSettings } from './settings.js';
 import { SnapshotCache } from './snapshot.js';
 import { parseLease } from './build.js';
 import type { LeaseStatus } from './model.js';
 import { JobSnapshots } from './job-snapshots.js';
-import { MAX_UNPAGED_JOBS, checkUnpaged, cut, pageOf, type JobsPage, type JobsQuery } from './page.js';
-import { JobSearch, readDirectory } from './directory.js';
-
-/** How long the list of job ids pages are cut from is used before it is read again, in ms. */
-const DIRECTORY_FRESH_MS = 5_000;
+import { MAX_UNPAGED_JOBS, checkUnpaged, pageOf } from './page.js';
 
 /** How long `GET /health` waits for Redis to answer PING, in ms. */
 const HEALTH_PING_TIMEOUT_MS = 1_000;
@@ -93,22 +89,8 @@ export function createManageApi(d: ManageApiDeps): ManageApi {
     onBackgroundError: d.onReadError,
     clock: core.clock,
   });
-  // Pages read only their own jobs, cut from the list of ids (a state filter needs every job's
-  // state: it is cut from the whole status).
-  const directory = new SnapshotCache(() => readDirectory(redis, keys), d.onReadError, core.clock, { freshMs: DIRECTORY_FRESH_MS });
-  const search = new JobSearch({ redis, keys, clock: core.clock, localDescription: (id) => core.job(id)?.job.description ?? (core.job(id) ? undefined : null) });
-  const page = async (query: JobsQuery): Promise<JobsPage> => {
-    if (query.state !== undefined) return pageOf((await snapshot.get()).value, query);
-    const { value: dir } = await directory.get();
-    const needle = query.q?.toLowerCase();
-    const texts = needle === undefined ? undefined : await search.textsOf(dir);
-    const { items, total, nextCursor } = cut(dir.ids, (id) => id, query, texts && needle !== undefined ? (i) => (texts[i] ?? '').includes(needle) : undefined);
-    const read = await readListed(redis, keys, items, { ...opts, scopes });
-    return { generatedAt: read.generatedAt, jobs: read.jobs, total, nextCursor, instances: read.instances, problems: read.problems };
-  };
   const invalidate = (id: string): void => {
     snapshot.invalidate();
-    directory.invalidate();
     jobs.invalidate(id);
   };
   const ping = (): Promise<unknown> => withDeadline(core.clock, redis.ping(), HEALTH_PING_TIMEOUT_MS, () => new Error(`PING got no answer within ${HEALTH_PING_TIMEOUT_MS} ms`));
@@ -146,7 +128,7 @@ export function createManageApi(d: ManageApiDeps): ManageApi {
       checkUnpaged(snap.value.jobs.length);
       return snap.json;
     },
-    jobsPage: page,
+    jobsPage: async (query) => pageOf((await snapshot.get()).value, query),
     job: (id) => jobs.get(id),
 
     async ready(): Promise<HealthReport> {

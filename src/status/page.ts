@@ -1,8 +1,8 @@
 /**
  * Pages of the cluster's jobs, for installations too large for one answer: `GET
  * /manage/jobs?limit=&cursor=&state=&q=`, `leasehold status --limit`, MCP's `list_jobs`. A page
- * is cut from a list sorted by id: the job ids (status/directory.ts), whose page's jobs are then
- * read, or with a state filter the cached status of every job. Its cursor is the last id it holds, so the next page starts after it even when jobs come and go between
+ * is cut from the cached status (jobs sorted by id), so it costs Redis nothing; its cursor is
+ * the last id it holds, so the next page starts after it even when jobs come and go between
  * the two requests (none is shown twice, none that existed throughout is skipped).
  * @module
  */
@@ -107,60 +107,48 @@ function decodeCursor(cursor: string): string | undefined {
   return id !== '' && encodeCursor(id) === cursor ? id : undefined;
 }
 
-/** The index of the first item whose id sorts after `id` (the items are sorted by id). */
-function after<T>(items: readonly T[], idOf: (item: T) => string, id: string): number {
-  let lo = 0;
-  let hi = items.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (idOf(items[mid] as T) <= id) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-/** A cut of a list sorted by id: the items of the page, how many match, the next cursor. */
-export interface Cut<T> {
-  readonly items: T[];
-  readonly total: number;
-  readonly nextCursor: string | null;
-}
-
-/** Cuts the page `query` asks for from `items` (sorted by id), keeping those `matches` accepts (by index). */
-export function cut<T>(items: readonly T[], idOf: (item: T) => string, query: JobsQuery, matches?: (index: number) => boolean): Cut<T> {
-  const from = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
-  const matching = matches === undefined ? items : items.filter((_, i) => matches(i));
-  const start = from === undefined ? 0 : after(matching, idOf, from);
-  const page = matching.slice(start, start + query.limit);
-  const last = page.at(-1);
-  return { items: page, total: matching.length, nextCursor: last !== undefined && start + page.length < matching.length ? encodeCursor(idOf(last)) : null };
-}
-
-/** The search text of a job, as `q` is matched against it (lower case). */
-export function searchTextOf(id: string, description: string | null | undefined): string {
-  return `${id}\n${description ?? ''}`.toLowerCase();
-}
-
 /** The lower-cased search text of each job of a status, made once per status (a snapshot is shared by many requests). */
 const searchText = new WeakMap<ClusterStatus, string[]>();
 
 function textsOf(status: ClusterStatus): string[] {
   let texts = searchText.get(status);
   if (!texts) {
-    texts = status.jobs.map((j) => searchTextOf(j.id, j.description));
+    texts = status.jobs.map((j) => `${j.id}\n${j.description ?? ''}`.toLowerCase());
     searchText.set(status, texts);
   }
   return texts;
 }
 
+/** The index of the first job whose id sorts after `id` (the jobs are sorted by id). */
+function after(jobs: readonly JobStatus[], id: string): number {
+  let lo = 0;
+  let hi = jobs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((jobs[mid] as JobStatus).id <= id) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /** Cuts the page `query` asks for from `status`. */
 export function pageOf(status: ClusterStatus, query: JobsQuery): JobsPage {
-  let matches: ((i: number) => boolean) | undefined;
+  const from = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+  let matching: readonly JobStatus[] = status.jobs;
   if (query.state !== undefined || query.q !== undefined) {
     const texts = query.q === undefined ? undefined : textsOf(status);
     const needle = query.q?.toLowerCase();
-    matches = (i) => (query.state === undefined || status.jobs[i]?.state === query.state) && (needle === undefined || (texts?.[i] ?? '').includes(needle));
+    matching = status.jobs.filter((j, i) => (query.state === undefined || j.state === query.state) && (needle === undefined || (texts?.[i] ?? '').includes(needle)));
   }
-  const { items, total, nextCursor } = cut(status.jobs, (j) => j.id, query, matches);
-  return { generatedAt: status.generatedAt, jobs: items, total, nextCursor, instances: status.instances, problems: status.problems };
+  const start = from === undefined ? 0 : after(matching, from);
+  const jobs = matching.slice(start, start + query.limit);
+  const last = jobs.at(-1);
+  return {
+    generatedAt: status.generatedAt,
+    jobs,
+    total: matching.length,
+    nextCursor: last !== undefined && start + jobs.length < matching.length ? encodeCursor(last.id) : null,
+    instances: status.instances,
+    problems: status.problems,
+  };
 }

@@ -90,19 +90,14 @@ interface Base {
   settingsCorrupt: boolean;
 }
 
-/** Which job ids a base read asks for: every registered one, one (whether it is registered), or none (the caller has them). */
-type BaseIds = { readonly all: true } | { readonly one: string } | { readonly given: readonly string[] };
-
-async function readBase(redis: RedisClient, keys: Keys, which: BaseIds): Promise<Base> {
+async function readBase(redis: RedisClient, keys: Keys, jobId?: string): Promise<Base> {
   const r = new Reads().add(undefined, (p) => p.time()).add(keys.instances, (p) => p.zrange(keys.instances, 0, -1));
-  if ('all' in which) r.add(keys.jobs, (p) => p.smembers(keys.jobs));
-  else if ('one' in which) r.add(keys.jobs, (p) => p.sismember(keys.jobs, which.one));
+  if (jobId === undefined) r.add(keys.jobs, (p) => p.smembers(keys.jobs));
+  else r.add(keys.jobs, (p) => p.sismember(keys.jobs, jobId));
   r.add(keys.settings, (p) => p.hgetall(keys.settings)).add(keys.nodes, (p) => p.hgetall(keys.nodes));
-  const replies = await exec(redis, r);
-  const [time, members] = replies;
-  const [settings, digests] = replies.slice('given' in which ? 2 : 3);
+  const [time, members, jobs, settings, digests] = await exec(redis, r);
   // An id defineJob refuses (an operator's typo in the job set) is left out.
-  const jobIds = 'all' in which ? strings(replies[2]).filter((id) => JOB_ID_PATTERN.test(id)).sort(byId) : 'one' in which ? (replies[2] === 1 ? [which.one] : []) : [...which.given];
+  const jobIds = jobId === undefined ? strings(jobs).filter((id) => JOB_ID_PATTERN.test(id)).sort(byId) : jobs === 1 ? [jobId] : [];
   return { nowMs: redisTime(time), members: strings(members).filter((id) => INSTANCE_ID.test(id)), jobIds, settings: hash(settings), digests: hash(digests), settingsCorrupt: settings === WRONG_TYPE };
 }
 
@@ -131,23 +126,8 @@ function liveInstances(members: string[], replies: unknown[]): { live: Set<strin
 const NO_SETTINGS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 
 /** Every job and every live instance, as `GET /manage/jobs` returns them. */
-export function readCluster(redis: RedisClient, keys: Keys, opts: ReadOptions = {}): Promise<ClusterStatus> {
-  return readJobs(redis, keys, { all: true }, opts);
-}
-
-/**
- * The jobs `ids` (sorted by id) and every live instance, as a page of `GET /manage/jobs` shows
- * them: the reads of these jobs only, in two round trips for a page of up to {@link READ_CHUNK}
- * jobs. Whether each is registered and whether a live node registers it are asked per job, so
- * a job forgotten since its id was listed is left out.
- */
-export function readListed(redis: RedisClient, keys: Keys, ids: readonly string[], opts: ReadOptions = {}): Promise<ClusterStatus> {
-  return readJobs(redis, keys, { given: ids }, opts);
-}
-
-async function readJobs(redis: RedisClient, keys: Keys, which: BaseIds, opts: ReadOptions): Promise<ClusterStatus> {
-  const base = await readBase(redis, keys, which);
-  const listed = 'given' in which;
+export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOptions = {}): Promise<ClusterStatus> {
+  const base = await readBase(redis, keys);
   // What is read per job: stats always; per-instance rows unless it is known to be an
   // installation job; the lease unless it is known to be an instance job.
   const plan = base.jobIds.map((id) => {
@@ -160,19 +140,16 @@ async function readJobs(redis: RedisClient, keys: Keys, which: BaseIds, opts: Re
   const withSettings = parseSettings(base.settings);
   // In pipelines of READ_CHUNK jobs, one after another: each command's timeout then bounds
   // one chunk's wait, not the whole installation's (100,000 jobs are 300,000 commands). The
-  // first one also reads the heartbeats and the job sets (for listed jobs, whether each set is
-  // there), so that each chunk's jobs are judged as their replies come: what Redis answered for
-  // one chunk is garbage before the next.
+  // first one also reads the heartbeats and the job sets, so that each chunk's jobs are judged
+  // as their replies come: what Redis answered for one chunk is garbage before the next.
   let ctx: ModelContext | undefined;
   let instances: InstanceStatus[] = [];
   const jobs: JobStatus[] = [];
-  // Listed jobs: the digests whose set holds each, filled as its replies are taken.
-  const inDigests = new Map<string, Set<string>>();
   for (let from = 0; from < plan.length || from === 0; from += READ_CHUNK) {
     const r = new Reads();
     if (from === 0) {
       for (const m of base.members) r.add(keys.instance(m), (p) => p.hgetall(keys.instance(m)));
-      for (const d of digests) r.add(keys.registered(d), (p) => (listed ? p.exists(keys.registered(d)) : p.smembers(keys.registered(d))));
+      for (const d of digests) r.add(keys.registered(d), (p) => p.smembers(keys.registered(d)));
     }
     const chunk = plan.slice(from, from + READ_CHUNK);
     for (const { id, rows, lease } of chunk) {
@@ -180,19 +157,13 @@ async function readJobs(redis: RedisClient, keys: Keys, which: BaseIds, opts: Re
       r.add(stats, (p) => p.hgetall(stats));
       if (rows) r.add(stats, (p) => p.hgetall(keys.instanceStats(id)));
       if (lease) r.add(stats, (p) => p.get(keys.lease(id)).pttl(keys.lease(id)));
-      if (listed) {
-        r.add(keys.jobs, (p) => p.sismember(keys.jobs, id));
-        for (const d of digests) r.add(keys.registered(d), (p) => p.sismember(keys.registered(d), id));
-      }
     }
     const replies = await exec(redis, r);
     let at = 0;
     if (!ctx) {
       const heartbeats = replies.slice(0, base.members.length);
       const sets = new Map(digests.map((d, i): [string, DigestSet] => {
-        const reply = replies[base.members.length + i];
-        if (listed) return [d, { exists: reply === 1, has: (id) => inDigests.get(id)?.has(d) === true }];
-        const ids = new Set(strings(reply));
+        const ids = new Set(strings(replies[base.members.length + i]));
         return [d, { exists: ids.size > 0, has: (id) => ids.has(id) }];
       }));
       const seen = liveInstances(base.members, heartbeats);
@@ -205,13 +176,6 @@ async function readJobs(redis: RedisClient, keys: Keys, which: BaseIds, opts: Re
       const instanceFields = rows ? hash(replies[at++]) : {};
       const value = lease ? replies[at++] : null;
       const pttl = lease ? replies[at++] : null;
-      if (listed) {
-        const registered = replies[at++] === 1;
-        const sets = new Set<string>();
-        for (const d of digests) if (replies[at++] === 1) sets.add(d);
-        inDigests.set(id, sets);
-        if (!registered) continue; // forgotten since it was listed
-      }
       if (opts.scopes && stats['scope']) opts.scopes.set(id, stats['scope']);
       const raw = {
         id,
@@ -246,7 +210,7 @@ function parseRun(text: string): RecentRun | undefined {
 
 /** One job with its recent runs; undefined when no node ever registered it. */
 export async function readJob(redis: RedisClient, keys: Keys, jobId: string, opts: ReadOptions = {}): Promise<JobDetail | undefined> {
-  const base = await readBase(redis, keys, { one: jobId });
+  const base = await readBase(redis, keys, jobId);
   if (base.jobIds.length === 0) return undefined;
   const reads = new Reads().add(keys.stats(jobId), (p) => {
     p.hgetall(keys.stats(jobId)).hgetall(keys.instanceStats(jobId)).get(keys.lease(jobId)).pttl(keys.lease(jobId));
