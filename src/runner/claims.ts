@@ -142,6 +142,9 @@ export class Claims {
       case 'done':
         // A paused tick another node marked, or a run now another node took: nothing here.
         if (mode === 'pause' || mode === 'manual') return;
+        // Another node claimed this tick or a later one: the overruns noted before it can no
+        // longer lie between a claim's previous tick and its own.
+        slot.takeOverruns(tick, tick);
         // A backup finding the tick taken is no skip; a fixedDelay backup still plans its next try.
         if (!catchUp && !backup) host.skip(slot, 'claimed', tick, now, result.counted);
         if (mode === 'delay') host.timetable.tick(slot, now + eff.trigger.intervalMs);
