@@ -6,22 +6,18 @@ import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
 import { ErrorCodes, LeaseholdError, errorMessage, isLeaseholdError } from '../errors.js';
 import { createLogger, logFormat } from '../log/logger.js';
-
 import type { JobDefinition } from '../schedule/job.js';
 import { parseDuration } from '../schedule/duration.js';
 import { assertJobs, checkJobs } from '../schedule/job-list.js';
 import { bindTask, expandExport } from '../decorators/register.js';
-import { asyncCallsOf, createRunner, type Runner, type RunnerOptions } from '../create/index.js';
-import { CONFIG, helpOption, readConfig, type NodeConfig } from './config.js';
+import { asyncCallsOf, createRunner, type RunnerOptions } from '../create/index.js';
+import { CONFIG, helpOption, readConfig } from './config.js';
 import type { CommandHelp } from './help.js';
 import { loadJobsModule, loadModuleExtras } from './load.js';
 import { startPrivateRedis, type PrivateRedis } from './private-redis.js';
 import { startHttpServer } from '../http/server.js';
 import { redactUrl, splitList, type TaskDefinition } from '../create/command.js';
 import { every, systemClock } from '../clock.js';
-
-/** The node's logger, as {@link createLogger} makes it. */
-type Logger = ReturnType<typeof createLogger>;
 
 /** How often a node checks that the process that started it is still there, ms. */
 const PARENT_CHECK_MS = 1_000;
@@ -77,43 +73,12 @@ function onWorkerThread(job: unknown): boolean {
 /** Runs a node; resolves to the exit code once it has stopped. */
 export async function runStart(args: string[]): Promise<number> {
   const config = readConfig(parseFlags(args), process.env);
-  const jobsModule = config.jobs;
-  if (!jobsModule) throw new LeaseholdError(ErrorCodes.invalidConfig, 'start: --jobs <module> is required');
+  if (!config.jobs) throw new LeaseholdError(ErrorCodes.invalidConfig, 'start: --jobs <module> is required');
   const logger = createLogger({ level: config.logLevel, format: logFormat(config.logFormat, process.stdout.isTTY === true) });
-  // A signal while the node starts (a deploy that replaces it at once) stops it once started,
-  // as any other: its heartbeat is removed and the other nodes are told, rather than the
-  // process ending at once with its heartbeat left to expire.
-  let signalled: NodeJS.Signals | undefined;
-  const whileStarting = (signal: NodeJS.Signals): void => {
-    if (signalled) process.exit(130);
-    signalled = signal;
-    logger.info({ signal }, 'received %s while starting; stopping once started', signal);
-  };
-  process.on('SIGTERM', whileStarting);
-  process.on('SIGINT', whileStarting);
-  let node: StartedNode;
-  try {
-    node = await startNode(config, jobsModule, logger);
-  } finally {
-    process.off('SIGTERM', whileStarting);
-    process.off('SIGINT', whileStarting);
-  }
-  return serve(node, logger, signalled);
-}
-
-/** A started node: its runner, HTTP server and private Redis. */
-interface StartedNode {
-  readonly runner: Runner;
-  readonly http: Awaited<ReturnType<typeof startHttpServer>>;
-  readonly privateRedis: PrivateRedis | undefined;
-}
-
-/** Loads the jobs module and starts the runner and its HTTP server. */
-async function startNode(config: NodeConfig, jobsModule: string, logger: Logger): Promise<StartedNode> {
-  const { jobs, tasks: asyncTasks, errors: decorated, warnings } = expandExport(await loadJobsModule(jobsModule), resolve(jobsModule));
+  const { jobs, tasks: asyncTasks, errors: decorated, warnings } = expandExport(await loadJobsModule(config.jobs), resolve(config.jobs));
   for (const warning of warnings) logger.warn(warning);
   checkAllJobs(jobs, decorated);
-  const extras = await loadModuleExtras(jobsModule);
+  const extras = await loadModuleExtras(config.jobs);
   let privateRedis: PrivateRedis | undefined;
   if (config.privateRedis && !config.redisUrl && !config.redisClusterNodes && !config.redisSentinels) {
     privateRedis = await startPrivateRedis();
@@ -167,11 +132,7 @@ async function startNode(config: NodeConfig, jobsModule: string, logger: Logger)
   const base = `http://localhost:${http.port}`;
   const redisShown = config.redisUrl ? redactUrl(config.redisUrl) : config.redisClusterNodes ? `cluster ${config.redisClusterNodes}` : config.redisSentinels ? `sentinels ${config.redisSentinels}` : 'none (installation jobs run on this node alone)';
   logger.info({ url: `${base}/manage/jobs`, page: `${base}/manage/ui`, metrics: `${base}/metrics`, redis: redisShown }, 'status: %s/manage/jobs · page: %s/manage/ui · metrics: %s/metrics · Redis: %s', base, base, base, redisShown);
-  return { runner, http, privateRedis };
-}
 
-/** Serves until SIGTERM, SIGINT or the parent's end (or stops at once after one heard while starting); resolves to the exit code. */
-function serve({ runner, http, privateRedis }: StartedNode, logger: Logger, signalledWhileStarting: NodeJS.Signals | undefined): Promise<number> {
   return new Promise<number>((resolve) => {
     let stopping = false;
     const onSignal = (signal: NodeJS.Signals | 'parent gone'): void => {
@@ -207,6 +168,5 @@ function serve({ runner, http, privateRedis }: StartedNode, logger: Logger, sign
     const parentWatch = every(systemClock, PARENT_CHECK_MS, () => {
       if (parentPid > 1 && process.ppid !== parentPid) onSignal('parent gone');
     });
-    if (signalledWhileStarting) onSignal(signalledWhileStarting);
   });
 }
