@@ -71,7 +71,8 @@ export function fireTick(host: FireHost, slot: Slot, tick: number, now: number):
   }
   if (slot.busy) {
     host.skip(slot, 'overrun', tick, now);
-    slot.noteOverrun(tick);
+    // Only an installation tick on a grid is judged missed later, by a claim's previous tick.
+    if (slot.job.scope === 'installation' && t.kind !== 'fixedDelay') slot.noteOverrun(tick);
     return;
   }
   host.begin(slot, eff, tick, t.kind === 'fixedDelay' ? 'delay' : 'grid', undefined, place === 1);

@@ -26,10 +26,10 @@ export interface SettingsSource {
 /** The environment of a settings source that names none. */
 const PROCESS_ENV: Environment = process.env;
 
-/** One job in the runner: its definition, its schedule as it applies now, and what it is doing. */
 /** At most this many overrun ticks are noted between two claims won (an overrun of hours of a per-second job keeps the last). */
 const MAX_OVERRUNS_NOTED = 10_000;
 
+/** One job in the runner: its definition, its schedule as it applies now, and what it is doing. */
 export class Slot {
   effective: EffectiveSchedule | undefined;
   invalidCause: string | undefined;
