@@ -134,7 +134,8 @@ describe('lua scripts', () => {
     const done = await answer(claimScript(redis, [{ ...k, countSkip: true, tick: 1000, leaseMs: 1000, holder: 'b', mode: 'grid', nowGuardMs: 0 }]));
     assert.equal(done.kind, 'done');
     await answer(claimScript(redis, [{ ...k, countSkip: false, tick: 1000, leaseMs: 1000, holder: 'c', mode: 'grid', nowGuardMs: 0 }]));
-    assert.deepEqual(await redis.hgetall(k.statsKey), { skipped: '1', skippedClaimed: '1' });
+    // The version tells the nodes that read the status that the stats moved.
+    assert.deepEqual(await redis.hgetall(k.statsKey), { skipped: '1', skippedClaimed: '1', version: '1' });
   });
   it('wins a claim in four commands (TIME, HMGET, SET NX, HSET), and the next token follows the stored counter', async () => {
     const k = fresh();

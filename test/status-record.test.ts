@@ -303,10 +303,10 @@ describe('record.lua', () => {
       'fresh.runs': '2', 'fresh.seenAt': '2026-03-01T00:00:00.000Z',
       'noseen.runs': '1',
     });
-    const removed = await pruneScript(redis, { instancesKey: k.instanceStats(job), cutoff: '2026-02-01T00:00:00.000Z', instanceIds: ['old.node', 'fresh', 'noseen', 'absent'] });
+    const removed = await pruneScript(redis, { instancesKey: k.instanceStats(job), statsKey: k.stats(job), cutoff: '2026-02-01T00:00:00.000Z', instanceIds: ['old.node', 'fresh', 'noseen', 'absent'] });
     assert.equal(removed, 3);
     assert.deepEqual((await redis.hkeys(k.instanceStats(job))).sort(), ['fresh.runs', 'fresh.seenAt', 'old.node.x.runs', 'old.node.x.seenAt']);
-    assert.equal(await pruneScript(redis, { instancesKey: k.instanceStats(job), cutoff: 'z', instanceIds: [] }), 0);
+    assert.equal(await pruneScript(redis, { instancesKey: k.instanceStats(job), statsKey: k.stats(job), cutoff: 'z', instanceIds: [] }), 0);
   });
 
   it('applies several jobs\' batches in one pipeline, each on its own', async () => {

@@ -23,7 +23,7 @@ interface ScriptCommands {
   leaseholdExtend(lease: string, value: string, leaseMs: string): Promise<unknown>;
   /** 2 keys per job, then 2 arguments per job (see `release.lua`). */
   leaseholdRelease(numberOfKeys: number, ...keysThenArgs: string[]): Promise<unknown>;
-  leaseholdPrune(instances: string, cutoff: string, ...ids: string[]): Promise<unknown>;
+  leaseholdPrune(instances: string, stats: string, cutoff: string, ...ids: string[]): Promise<unknown>;
 }
 
 /** The commands `defineCommand` adds to the connection's pipelines, as used there. */
@@ -38,7 +38,7 @@ const SCRIPTS: ReadonlyArray<{ command: keyof ScriptCommands | keyof ScriptPipel
   { command: 'leaseholdExtend', file: 'extend.lua', numberOfKeys: 1 },
   { command: 'leaseholdRelease', file: 'release.lua' },
   { command: 'leaseholdRecord', file: 'record.lua' },
-  { command: 'leaseholdPrune', file: 'prune.lua', numberOfKeys: 1 },
+  { command: 'leaseholdPrune', file: 'prune.lua', numberOfKeys: 2 },
 ];
 
 const sources = new Map<string, string>();
@@ -291,9 +291,9 @@ export async function recordScript(redis: RedisClient, batches: readonly RecordS
  * hash when they were last seen before `cutoff`.
  * @returns the number of fields removed.
  */
-export async function pruneScript(redis: RedisClient, args: { instancesKey: string; cutoff: string; instanceIds: string[] }): Promise<number> {
+export async function pruneScript(redis: RedisClient, args: { instancesKey: string; statsKey: string; cutoff: string; instanceIds: string[] }): Promise<number> {
   if (args.instanceIds.length === 0) return 0;
-  const reply = await commands(redis).leaseholdPrune(args.instancesKey, args.cutoff, ...args.instanceIds);
+  const reply = await commands(redis).leaseholdPrune(args.instancesKey, args.statsKey, args.cutoff, ...args.instanceIds);
   if (!isInteger(reply)) throw unexpected('prune', reply);
   return reply;
 }

@@ -14,7 +14,7 @@ import type { ActionResult, HealthReason, HealthReport, ManageApi } from './api.
 import { publishControl } from './control.js';
 import { randomUUID } from 'node:crypto';
 import { forgetJob } from './forget.js';
-import { readCluster, readJob } from './read.js';
+import { KnownJobs, readCluster, readJob } from './read.js';
 import { corruptSettings, isWrongType, type RedisSettings } from './settings.js';
 import { SnapshotCache } from './snapshot.js';
 import { parseLease } from './build.js';
@@ -80,8 +80,9 @@ export function createManageApi(d: ManageApiDeps): ManageApi {
   const { core, redis, keys } = d;
   const opts = { failingStreak: d.failingStreak };
   const scopes = new Map<string, string>();
+  const knownJobs = new KnownJobs();
   // An installation small enough to be answered whole has its text made as it is read.
-  const snapshot = new SnapshotCache(() => readCluster(redis, keys, { ...opts, scopes }), d.onReadError, core.clock, { encodeAhead: (status) => status.jobs.length <= MAX_UNPAGED_JOBS });
+  const snapshot = new SnapshotCache(() => readCluster(redis, keys, { ...opts, scopes, known: knownJobs }), d.onReadError, core.clock, { encodeAhead: (status) => status.jobs.length <= MAX_UNPAGED_JOBS });
   const jobs = new JobSnapshots({
     read: (id) => readJob(redis, keys, id, opts),
     local: (id) => core.job(id) !== undefined,

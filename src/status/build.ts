@@ -6,7 +6,7 @@
 import { SETTING_FIELDS } from './settings.js';
 import { count, isoOrNull, num, outcome, text, time } from './fields.js';
 import type { Registered } from './registered.js';
-import { degradedReasons, successDeadline, type HealthContext } from './health.js';
+import { healthFacts, reasonsOf, type HealthContext, type HealthFacts } from './health.js';
 import { ACTIVE_WITHIN_MS, type InstanceRow, type InstanceStatus, type JobStatus, type LeaseStatus, type StatusState } from './model.js';
 
 /** What Redis holds about one job. */
@@ -98,40 +98,101 @@ function instanceRows(fields: Record<string, string>, live: ReadonlySet<string>)
   }));
 }
 
+/** What a read finds of a job besides its stats: read anew at every read. */
+export interface JobNow {
+  readonly settings: Record<string, string>;
+  readonly lease: string | null;
+  readonly leasePttl: number | null;
+}
+
+/**
+ * A job's status, and what judging it again needs: kept between reads of the whole status
+ * while its stats hash keeps its `version` (see record.lua), so the stats of a job that did
+ * not run since are neither read nor parsed again.
+ */
+export interface KnownJob {
+  /** The stats hash's `version` and `createdAt` when read ({@link statsVersion}). */
+  readonly version: string;
+  readonly status: JobStatus;
+  readonly health: HealthFacts;
+  /** When a node last registered the job, epoch ms. */
+  readonly seenAt: number | null;
+  /** The stats hash's `nextDueAt` (an instance job shows its live rows' earliest instead). */
+  readonly nextDueAt: string | null;
+}
+
+/**
+ * The version of a stats hash from its `version` and `createdAt` fields: a hash deleted and
+ * made again starts its `version` again, but not its `createdAt`. Undefined when it has no
+ * `version` (written only by nodes of an older version, which do not raise it): read each time.
+ */
+export function statsVersion(version: string | null | undefined, createdAt: string | null | undefined): string | undefined {
+  return version ? `${version} ${createdAt ?? ''}` : undefined;
+}
+
+/** The part of a job's status that depends on the moment, its settings, lease and the live nodes. */
+interface Judgement {
+  readonly state: StatusState;
+  readonly degradedReasons: string[];
+  readonly active: boolean;
+  readonly nextDueAt: string | null;
+  readonly settings: Record<string, string>;
+  readonly lease: LeaseStatus | null;
+  readonly instances: InstanceRow[];
+}
+
+function judge(id: string, k: Omit<KnownJob, 'version' | 'status'>, invalidCause: string | null, scope: JobStatus['scope'], rows: InstanceRow[], now: JobNow, ctx: ModelContext): Judgement {
+  const paused = now.settings['paused']?.trim().toLowerCase() === 'true';
+  // No live node registers it (or, where that is not known, none wrote its stats lately): it
+  // left the code. Not degraded.
+  const registered = ctx.registered?.(id);
+  const orphaned = registered === undefined ? k.seenAt === null || ctx.nowMs - k.seenAt > ACTIVE_WITHIN_MS : !registered;
+  let reasons = orphaned ? [] : invalidCause ? [`invalid schedule: ${invalidCause}`] : paused ? [] : reasonsOf(k.health, ctx);
+  const state: StatusState = orphaned ? 'orphaned' : invalidCause ? 'invalidSchedule' : paused ? 'paused' : reasons.length > 0 ? 'degraded' : 'ok';
+  if (state === 'paused' || reasons.length === 0) reasons = NO_REASONS;
+  let nextDueAt = k.nextDueAt;
+  if (scope === 'instance') {
+    const due = rows.filter((r) => r.live && r.nextDueAt).map((r) => r.nextDueAt as string).sort();
+    if (due.length > 0) nextDueAt = due[0] ?? nextDueAt;
+  }
+  return {
+    state,
+    degradedReasons: reasons,
+    active: !orphaned,
+    nextDueAt,
+    settings: now.settings,
+    lease: now.lease === null ? null : parseLease(now.lease, now.leasePttl),
+    instances: rows,
+  };
+}
+
 /** Builds one job's status. */
 export function jobStatus(raw: RawJob, ctx: ModelContext): JobStatus {
+  return knownJob(raw, '', ctx).status;
+}
+
+/** Builds one job's status from its stats, with what judging it again needs; see {@link KnownJob}. */
+export function knownJob(raw: RawJob, version: string, ctx: ModelContext): KnownJob {
   const s = raw.stats;
   const intern = ctx.intern ?? same;
   const shared = (v: string | undefined): string | null => (v === undefined || v === '' ? null : intern(v));
   const invalidCause = text(s['invalidCause']);
-  const paused = raw.settings['paused']?.trim().toLowerCase() === 'true';
-  const seenAt = time(s['seenAt']);
-  // No live node registers it (or, where that is not known, none wrote its stats lately): it
-  // left the code. Not degraded.
-  const registered = ctx.registered?.(raw.id);
-  const orphaned = registered === undefined ? seenAt === null || ctx.nowMs - seenAt > ACTIVE_WITHIN_MS : !registered;
-  let reasons = orphaned ? [] : invalidCause ? [`invalid schedule: ${invalidCause}`] : paused ? [] : degradedReasons(s, ctx);
-  const state: StatusState = orphaned ? 'orphaned' : invalidCause ? 'invalidSchedule' : paused ? 'paused' : reasons.length > 0 ? 'degraded' : 'ok';
-  if (state === 'paused' || reasons.length === 0) reasons = NO_REASONS;
   const scope = s['scope'] === 'instance' || s['scope'] === 'installation' ? s['scope'] : null;
   const kind = s['scheduleKind'] === 'cron' || s['scheduleKind'] === 'fixedRate' || s['scheduleKind'] === 'fixedDelay' ? s['scheduleKind'] : null;
-  const instances = scope === 'installation' ? NO_ROWS : instanceRows(raw.instanceFields, ctx.live);
-  let nextDueAt = shared(s['nextDueAt']);
-  if (scope === 'instance') {
-    const due = instances.filter((r) => r.live && r.nextDueAt).map((r) => r.nextDueAt as string).sort();
-    if (due.length > 0) nextDueAt = due[0] ?? nextDueAt;
-  }
-  const dueBy = isoOrNull(successDeadline(s));
+  const facts = { health: healthFacts(s), seenAt: time(s['seenAt']), nextDueAt: shared(s['nextDueAt']) };
+  const rows = scope === 'installation' ? NO_ROWS : instanceRows(raw.instanceFields, ctx.live);
+  const j = judge(raw.id, facts, invalidCause, scope, rows, raw, ctx);
+  const dueBy = isoOrNull(facts.health.deadline);
   // Every field written out in one literal: the object holds them all in itself.
-  return {
+  const status: JobStatus = {
     id: raw.id,
     scope,
     description: text(s['description']),
     schedule: { kind, expression: shared(s['schedule']), zone: shared(s['zone']), intervalMs: num(s['intervalMs']) },
-    state,
+    state: j.state,
     invalidCause,
-    degradedReasons: reasons,
-    active: !orphaned,
+    degradedReasons: j.degradedReasons,
+    active: j.active,
     lastRegisteredAt: shared(s['seenAt']),
     runs: count(s['runs']),
     succeeded: count(s['succeeded']),
@@ -154,12 +215,49 @@ export function jobStatus(raw: RawJob, ctx: ModelContext): JobStatus {
     lastInstance: shared(s['lastInstance']),
     lastSuccessAt: shared(s['lastSuccessAt']),
     successDueBy: dueBy === null ? null : intern(dueBy),
-    nextDueAt,
+    nextDueAt: j.nextDueAt,
     createdAt: shared(s['createdAt']),
-    settings: raw.settings,
-    lease: raw.lease === null ? null : parseLease(raw.lease, raw.leasePttl),
-    instances,
+    settings: j.settings,
+    lease: j.lease,
+    instances: j.instances,
   };
+  return { version, status, ...facts };
+}
+
+/**
+ * A known job judged again at this read, its stats unchanged: the same object when nothing in
+ * its status moved (most jobs at most reads), else one with its new state, settings and lease.
+ */
+export function rejudge(known: KnownJob, now: JobNow, ctx: ModelContext): KnownJob {
+  const prev = known.status;
+  const rows = liveRows(prev.instances, ctx.live);
+  const j = judge(prev.id, known, prev.invalidCause, prev.scope, rows, now, ctx);
+  if (
+    j.state === prev.state &&
+    j.active === prev.active &&
+    j.nextDueAt === prev.nextDueAt &&
+    j.lease === null && prev.lease === null &&
+    j.instances === prev.instances &&
+    sameTexts(j.degradedReasons, prev.degradedReasons) &&
+    sameFields(j.settings, prev.settings)
+  ) return known;
+  return { ...known, status: { ...prev, ...j } };
+}
+
+/** The rows with their `live` as `live` says: the same array when none changed. */
+function liveRows(rows: InstanceRow[], live: ReadonlySet<string>): InstanceRow[] {
+  if (rows.every((r) => r.live === live.has(r.instanceId))) return rows;
+  return rows.map((r) => (r.live === live.has(r.instanceId) ? r : { ...r, live: !r.live }));
+}
+
+function sameTexts(a: readonly string[], b: readonly string[]): boolean {
+  return a === b || (a.length === b.length && a.every((x, i) => x === b[i]));
+}
+
+function sameFields(a: Record<string, string>, b: Record<string, string>): boolean {
+  if (a === b) return true;
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => a[k] === b[k]);
 }
 
 /** A job's fields in the settings hash, by name. */

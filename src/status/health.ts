@@ -28,7 +28,7 @@ const FIRES_WITHOUT_SUCCESS = 3;
  * Epoch ms, or null when the schedule is unknown or never fires that often again.
  */
 export function successDeadline(stats: Record<string, string>): number | null {
-  const baseline = Math.max(time(stats['lastSuccessAt']) ?? -Infinity, time(stats['createdAt']) ?? -Infinity, time(stats['resumedAt']) ?? -Infinity);
+  const baseline = baselineOf(stats);
   if (!Number.isFinite(baseline)) return null;
   let due: number | null;
   if (stats['scheduleKind'] === 'cron') {
@@ -42,6 +42,11 @@ export function successDeadline(stats: Record<string, string>): number | null {
   return due === null ? null : due + (num(stats['lastDurationMs']) ?? 0) + NO_SUCCESS_SLACK_MS;
 }
 
+/** The last success, registration, resume or schedule change, epoch ms (-Infinity: none). */
+function baselineOf(stats: Record<string, string>): number {
+  return Math.max(time(stats['lastSuccessAt']) ?? -Infinity, time(stats['createdAt']) ?? -Infinity, time(stats['resumedAt']) ?? -Infinity);
+}
+
 /** The next fire of a stored cron schedule, or undefined when it does not parse. */
 function cronNext(expression: string | undefined, zone: string | undefined): ((after: number) => number | null) | undefined {
   if (!expression) return undefined;
@@ -52,21 +57,52 @@ function cronNext(expression: string | undefined, zone: string | undefined): ((a
   }
 }
 
+/**
+ * What judging a job's health needs of its stats, read once per version of them: the stats
+ * of a job that did not run since the last read are not read or parsed again.
+ */
+export interface HealthFacts {
+  /** Unsuccessful runs since the last success. */
+  readonly streak: number;
+  /** {@link successDeadline}. */
+  readonly deadline: number | null;
+  /** The last success, registration, resume or schedule change, epoch ms (-Infinity: none). */
+  readonly baseline: number;
+  /** Whether the job ever succeeded. */
+  readonly succeeded: boolean;
+  /** Whether its schedule is a cron expression. */
+  readonly cron: boolean;
+  /** Its fixedRate or fixedDelay interval, ms. */
+  readonly intervalMs: number | null;
+}
+
+/** The {@link HealthFacts} of a stats hash. */
+export function healthFacts(stats: Record<string, string>): HealthFacts {
+  return {
+    streak: count(stats['streak']),
+    deadline: successDeadline(stats),
+    baseline: baselineOf(stats),
+    succeeded: Boolean(stats['lastSuccessAt']),
+    cron: stats['scheduleKind'] === 'cron',
+    intervalMs: num(stats['intervalMs']),
+  };
+}
+
 /** Why a job is degraded, from its stats; see SPEC 5 (failing streak, no success for 3 scheduled fires). */
 export function degradedReasons(stats: Record<string, string>, ctx: HealthContext): string[] {
+  return reasonsOf(healthFacts(stats), ctx);
+}
+
+/** {@link degradedReasons} from a job's {@link HealthFacts}. */
+export function reasonsOf(f: HealthFacts, ctx: HealthContext): string[] {
   const reasons: string[] = [];
-  const streak = count(stats['streak']);
-  if (streak >= ctx.failingStreak) reasons.push(`failing streak: the last ${streak} runs were unsuccessful (threshold ${ctx.failingStreak})`);
-  const deadline = successDeadline(stats);
-  if (deadline !== null && ctx.nowMs > deadline) {
-    const baseline = Math.max(time(stats['lastSuccessAt']) ?? -Infinity, time(stats['createdAt']) ?? -Infinity, time(stats['resumedAt']) ?? -Infinity);
-    const since = duration(ctx.nowMs - baseline);
-    const what = stats['lastSuccessAt'] ? 'no successful run' : 'never a successful run';
-    const interval = num(stats['intervalMs']);
-    reasons.push(stats['scheduleKind'] === 'cron' || interval === null
+  if (f.streak >= ctx.failingStreak) reasons.push(`failing streak: the last ${f.streak} runs were unsuccessful (threshold ${ctx.failingStreak})`);
+  if (f.deadline !== null && ctx.nowMs > f.deadline) {
+    const since = duration(ctx.nowMs - f.baseline);
+    const what = f.succeeded ? 'no successful run' : 'never a successful run';
+    reasons.push(f.cron || f.intervalMs === null
       ? `${what} for ${since}: ${FIRES_WITHOUT_SUCCESS} scheduled fires have passed without one`
-      : `${what} for ${since}, more than ${FIRES_WITHOUT_SUCCESS} intervals of ${duration(interval)}`);
+      : `${what} for ${since}, more than ${FIRES_WITHOUT_SUCCESS} intervals of ${duration(f.intervalMs)}`);
   }
   return reasons;
 }
-

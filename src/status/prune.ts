@@ -37,7 +37,7 @@ export async function pruneInstanceRows(redis: RedisClient, keys: Keys, jobIds: 
       const id = dot > 0 ? f.slice(0, dot) : '';
       if (id && !live.has(id)) gone.add(id);
     }
-    if (gone.size > 0) removed += await pruneScript(redis, { instancesKey: keys.instanceStats(jobId), cutoff, instanceIds: [...gone] });
+    if (gone.size > 0) removed += await pruneScript(redis, { instancesKey: keys.instanceStats(jobId), statsKey: keys.stats(jobId), cutoff, instanceIds: [...gone] });
   }
   return removed;
 }

@@ -14,7 +14,7 @@ import { JOB_ID_PATTERN } from '../schedule/job.js';
 import { pipelined, type PipelineReply, type PipelinedCommand } from '../redis/pipeline.js';
 import type { RecentRun } from './batch.js';
 import { outcome } from './fields.js';
-import { instanceStatus, interning, jobSettings, jobStatus, type ModelContext } from './build.js';
+import { instanceStatus, interning, jobSettings, jobStatus, knownJob, rejudge, statsVersion, type JobNow, type KnownJob, type ModelContext } from './build.js';
 import { digestsOf, registeredFrom, type DigestSet, type LiveNode } from './registered.js';
 import { DEFAULT_FAILING_STREAK, type ClusterStatus, type InstanceStatus, type JobDetail, type JobStatus, type StatusProblem } from './model.js';
 import { corruptSettings, parseSettings } from './settings.js';
@@ -28,6 +28,8 @@ export interface ReadOptions {
    * installation job is read without per-instance rows, an instance job without a lease.
    */
   readonly scopes?: Map<string, string>;
+  /** What the node's earlier reads found (kept up to date by this one); see {@link KnownJobs}. */
+  readonly known?: KnownJobs;
 }
 
 /**
@@ -36,6 +38,38 @@ export interface ReadOptions {
  * are served between the chunks (1,000 jobs a chunk held it for 20 to 60 ms in S4).
  */
 const READ_CHUNK = 250;
+
+/**
+ * A known job is read whole at one read in this many (the others read its version alone),
+ * each read taking its turn for another tenth of the jobs.
+ */
+const WHOLE_EVERY = 10;
+
+/**
+ * What a node keeps of every job between its reads of the whole status ({@link readCluster}):
+ * a job whose stats kept their version since is judged again from what was kept, and only its
+ * version, lease and settings are read. A read of a thousand jobs of which a few ran reads the
+ * stats of those few.
+ */
+export class KnownJobs {
+  private jobs = new Map<string, KnownJob>();
+  private rounds = 0;
+
+  /** The job as the last read left it. */
+  get(id: string): KnownJob | undefined {
+    return this.jobs.get(id);
+  }
+
+  /** A read begins: its number. */
+  nextRound(): number {
+    return this.rounds++;
+  }
+
+  /** A read ended: what it found replaces what was kept (jobs it did not find are forgotten). */
+  keep(jobs: Map<string, KnownJob>): void {
+    this.jobs = jobs;
+  }
+}
 
 /** Commands of one read, each queued with the key that decides its slot. */
 class Reads {
@@ -66,6 +100,11 @@ function hash(v: unknown): Record<string, string> {
 
 function strings(v: unknown): string[] {
   return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
+}
+
+/** An HMGET's reply: its values, undefined where a field is absent. */
+function fieldsOf(v: unknown): Array<string | undefined> {
+  return Array.isArray(v) ? v.map((x) => (typeof x === 'string' ? x : undefined)) : [];
 }
 
 function redisTime(v: unknown): number {
@@ -122,6 +161,15 @@ function liveInstances(members: string[], replies: unknown[]): { live: Set<strin
   return { live, instances };
 }
 
+/** Queues the reads of one job: its stats whole (and its rows) or their version alone, and its lease. */
+function queueJob(r: Reads, keys: Keys, id: string, rows: boolean, lease: boolean, versionOnly: boolean): void {
+  const stats = keys.stats(id);
+  if (versionOnly) r.add(stats, (p) => p.hmget(stats, 'version', 'createdAt'));
+  else r.add(stats, (p) => p.hgetall(stats));
+  if (rows) r.add(stats, (p) => p.hgetall(keys.instanceStats(id)));
+  if (lease) r.add(stats, (p) => p.get(keys.lease(id)).pttl(keys.lease(id)));
+}
+
 /** The settings of the jobs the settings hash does not name (most): one read-only object. */
 const NO_SETTINGS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 
@@ -142,6 +190,8 @@ export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOpti
   // one chunk's wait, not the whole installation's (100,000 jobs are 300,000 commands). The
   // first one also reads the heartbeats and the job sets, so that each chunk's jobs are judged
   // as their replies come: what Redis answered for one chunk is garbage before the next.
+  const round = opts.known?.nextRound() ?? 0;
+  const known = new Map<string, KnownJob>();
   let ctx: ModelContext | undefined;
   let instances: InstanceStatus[] = [];
   const jobs: JobStatus[] = [];
@@ -151,13 +201,14 @@ export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOpti
       for (const m of base.members) r.add(keys.instance(m), (p) => p.hgetall(keys.instance(m)));
       for (const d of digests) r.add(keys.registered(d), (p) => p.smembers(keys.registered(d)));
     }
-    const chunk = plan.slice(from, from + READ_CHUNK);
-    for (const { id, rows, lease } of chunk) {
-      const stats = keys.stats(id);
-      r.add(stats, (p) => p.hgetall(stats));
-      if (rows) r.add(stats, (p) => p.hgetall(keys.instanceStats(id)));
-      if (lease) r.add(stats, (p) => p.get(keys.lease(id)).pttl(keys.lease(id)));
-    }
+    const chunk = plan.slice(from, from + READ_CHUNK).map((job, n) => {
+      const before = opts.known?.get(job.id);
+      // A job known from an earlier read has only its version read, unless this read is its
+      // turn to be read whole (a change its version does not show: an older node's write, a
+      // hand edit with redis-cli, is then seen within WHOLE_EVERY reads).
+      return { ...job, before: before !== undefined && (from + n + round) % WHOLE_EVERY !== 0 ? before : undefined };
+    });
+    for (const { id, rows, lease, before } of chunk) queueJob(r, keys, id, rows && !before, lease, before !== undefined);
     const replies = await exec(redis, r);
     let at = 0;
     if (!ctx) {
@@ -171,23 +222,51 @@ export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOpti
       ctx = { nowMs: base.nowMs, live: seen.live, registered: registeredFrom(liveNodes(base, heartbeats), sets), failingStreak: opts.failingStreak ?? DEFAULT_FAILING_STREAK, intern: interning() };
       at = base.members.length + digests.length;
     }
-    for (const { id, rows, lease } of chunk) {
-      const stats = hash(replies[at++]);
-      const instanceFields = rows ? hash(replies[at++]) : {};
+    const found = chunk.map(({ id, rows, lease, before }) => {
+      let stats: Record<string, string> | undefined;
+      let instanceFields: Record<string, string> = {};
+      let moved = false;
+      if (before) {
+        const [version, createdAt] = fieldsOf(replies[at++]);
+        moved = statsVersion(version, createdAt) !== before.version;
+      } else {
+        stats = hash(replies[at++]);
+        if (rows) instanceFields = hash(replies[at++]);
+      }
       const value = lease ? replies[at++] : null;
       const pttl = lease ? replies[at++] : null;
-      if (opts.scopes && stats['scope']) opts.scopes.set(id, stats['scope']);
-      const raw = {
-        id,
-        stats,
-        instanceFields,
+      const now: JobNow = {
         settings: withSettings.has(id) ? jobSettings(base.settings, id) : NO_SETTINGS,
         lease: typeof value === 'string' ? value : null,
         leasePttl: typeof pttl === 'number' ? pttl : null,
       };
-      jobs.push(jobStatus(raw, ctx));
+      return { id, rows, before: moved ? undefined : before, moved, stats, instanceFields, now };
+    });
+    // The stats of the known jobs that changed since, in one more round trip.
+    const moved = found.filter((f) => f.moved);
+    if (moved.length > 0) {
+      const again = new Reads();
+      for (const { id, rows } of moved) queueJob(again, keys, id, rows, false, false);
+      const more = await exec(redis, again);
+      let i = 0;
+      for (const f of moved) {
+        f.stats = hash(more[i++]);
+        if (f.rows) f.instanceFields = hash(more[i++]);
+      }
+    }
+    for (const { id, before, stats, instanceFields, now } of found) {
+      let job: KnownJob;
+      if (before) job = rejudge(before, now, ctx);
+      else {
+        const s = stats ?? {};
+        if (opts.scopes && s['scope']) opts.scopes.set(id, s['scope']);
+        job = knownJob({ id, stats: s, instanceFields, ...now }, statsVersion(s['version'], s['createdAt']) ?? '', ctx);
+      }
+      if (job.version !== '') known.set(id, job);
+      jobs.push(job.status);
     }
   }
+  opts.known?.keep(known);
   const problems: StatusProblem[] = [];
   if (base.settingsCorrupt) {
     const { code, message } = await corruptSettings(redis, keys.settings);

@@ -25,7 +25,8 @@
                               claim won removes the field
     KEYS[4i-1] stats  hash    the job's counters: `skipped` and `skippedClaimed`
                               grow by one for a counted 'done'; `runs`, `lost`
-                              and `streak` by one for a lost run
+                              and `streak` by one for a lost run; `version` by
+                              one with each of these writes (record.lua)
     KEYS[4i]   runs   list    recent runs, newest first: a lost run is pushed
 
     ARGV[i]  string  the job's arguments, a JSON object with these members:
@@ -177,6 +178,12 @@ local function try(...)
   return reply
 end
 
+-- Raises the stats hash's `version` after a write of it, as record.lua does: 1 again when it
+-- holds no integer.
+local function bumpVersion(statsKey)
+  if not try('HINCRBY', statsKey, 'version', 1) then redis.call('HSET', statsKey, 'version', '1') end
+end
+
 -- The answer for a key of the wrong type, naming the type found there.
 local function corrupt(key, want)
   return {'corrupt', key, redis.call('TYPE', key)['ok'], want}
@@ -198,12 +205,12 @@ local function recordLost(statsKey, runsKey, job, marker)
   token, tick, startedAt = tonumber(token), tonumber(tick), tonumber(startedAt)
   local startedIso = iso(startedAt)
   local err = 'no outcome was recorded: node ' .. holder .. ' stopped or froze during the run and its lease expired (found by ' .. job.holder .. ')'
-  local s = redis.pcall('HMGET', statsKey, 'runs', 'lost', 'streak', 'lastStartedAt')
+  local s = redis.pcall('HMGET', statsKey, 'runs', 'lost', 'streak', 'lastStartedAt', 'version')
   if type(s) == 'table' and not s.err then
     local runs, lost, streak = counter(s[1]), counter(s[2]), counter(s[3])
     if runs and lost and streak then
       local int = function(n) return string.format('%d', n) end
-      local fields = {'runs', int(runs + 1), 'lost', int(lost + 1), 'streak', int(streak + 1)}
+      local fields = {'runs', int(runs + 1), 'lost', int(lost + 1), 'streak', int(streak + 1), 'version', int((counter(s[5]) or 0) + 1)}
       if startedIso >= (s[4] or '') then
         for _, v in ipairs({'lastOutcome', 'lost', 'lastError', err, 'lastStartedAt', startedIso,
           'lastDurationMs', int(math.max(0, nowMs - startedAt)), 'lastInstance', holder}) do fields[#fields + 1] = v end
@@ -265,6 +272,7 @@ local function claim(leaseKey, stateKey, statsKey, runsKey, job)
       return {'error', 'leasehold claim: ' .. statsKey .. ': ' .. bad}
     end
     redis.call('HINCRBY', statsKey, 'skippedPaused', 1)
+    bumpVersion(statsKey)
     redis.call('HSET', stateKey, 'tick', string.format('%d', tick))
     return {'paused', lastTick or -1}
   elseif lastTick and lastTick >= tick then
@@ -272,6 +280,7 @@ local function claim(leaseKey, stateKey, statsKey, runsKey, job)
     local counted = 0
     if job.countSkip and try('HINCRBY', statsKey, 'skipped', 1) then
       redis.call('HINCRBY', statsKey, 'skippedClaimed', 1)
+      bumpVersion(statsKey)
       counted = 1
     end
     return {'done', lastTick, counted}

@@ -6,6 +6,8 @@
 
   Input:
     KEYS[1] instances  hash  per-instance fields `<instanceId>.<field>`
+    KEYS[2] stats      hash  the job's stats: its `version` grows by one when rows are removed
+                             (see record.lua)
 
     ARGV[1] cutoff     string  ISO-8601 time; rows last seen before it are removed
     ARGV[2..n] ids     string  instance ids whose heartbeat is gone (checked by the caller)
@@ -13,7 +15,7 @@
   Output:
     the number of fields removed.
 ]]
-local instancesKey = KEYS[1]
+local instancesKey, statsKey = KEYS[1], KEYS[2]
 local cutoff = ARGV[1]
 
 local doomed = {}
@@ -34,5 +36,9 @@ for _, field in ipairs(redis.call('HKEYS', instancesKey)) do
   if dot and doomed[string.sub(field, 1, dot)] then
     removed = removed + redis.call('HDEL', instancesKey, field)
   end
+end
+if removed > 0 and redis.call('EXISTS', statsKey) == 1 then
+  local version = redis.pcall('HINCRBY', statsKey, 'version', 1)
+  if type(version) == 'table' and version.err then redis.pcall('HSET', statsKey, 'version', '1') end
 end
 return removed

@@ -48,6 +48,10 @@
                                             running marker when it is that run: one record
                                             per token, and per tick
 
+  Every applied batch that writes the stats hash or the instance's row raises its `version` (an integer; one that
+  holds anything else starts again at 1): a node that read the job's stats before reads them
+  again only when it moved (see src/status/read.ts).
+
   Output: one reply per job, in input order (each job is applied on its own):
     {'applied', streak} its batch was applied; streak is the job's failing streak before
                         it (the stats hash's `streak`), or -1 when the batch holds no run
@@ -163,6 +167,14 @@ function Hash:incr(field, n)
     end
   end
   self:set(field, int(base + n))
+end
+
+-- Raises `field` by one, starting again at 1 when it holds no integer: a version is never a
+-- reason to refuse a batch.
+function Hash:bump(field)
+  local n = tonumber(self:get(field))
+  if not n or n ~= math.floor(n) then n = 0 end
+  self:set(field, int(n + 1))
 end
 
 function Hash:incrAll(fields)
@@ -321,6 +333,7 @@ local function apply(statsKey, instancesKey, runsKey, stateKey, writersKey, writ
   -- every field created: the field rides the stats read then, for each job and node (Redis work
   -- that grew with the number of nodes). An instance's own row is its writer's alone.
   if init then reads[#reads + 1] = 'createdAt' end
+  reads[#reads + 1] = 'version'
 
   local stats = hash(statsKey, '', reads)
   if not stats then return corrupt(statsKey, 'hash') end
@@ -375,6 +388,7 @@ local function apply(statsKey, instancesKey, runsKey, stateKey, writersKey, writ
     -- A writer's first batch of this job (a node started): forget writers long gone.
     forgetWriters(writersKey, nowMs - keepMs)
   end
+  if #stats.order > 0 or (row and #row.order > 0) then stats:bump('version') end
   stats:write()
   if row then row:write() end
   if #stateWrites > 0 then redis.call('HSET', stateKey, unpack(stateWrites)) end
