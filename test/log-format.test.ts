@@ -54,3 +54,15 @@ test('leasehold start on a terminal prints readable lines that say where the sta
   assert.match(line, /INFO.*status: http:\/\/localhost:\d+\/manage\/jobs · page: http:\/\/localhost:\d+\/manage\/ui · metrics: http:\/\/localhost:\d+\/metrics · Redis: redis:\/\/127\.0\.0\.1:\d+/);
   assert.ok(!plain.split('\n').some((l) => l.trim().startsWith('{"level"')), 'no JSON lines on a terminal');
 });
+
+test('a recovery says how many unsuccessful runs came before it, in the singular for one', async () => {
+  const { logStreakChange } = await import('../src/log/listener.js');
+  const run = { jobId: 'digest', runId: 'r1', outcome: 'succeeded', durationMs: 3, instanceId: 'node-a' } as unknown as Parameters<typeof logStreakChange>[1]['run'];
+  const lines = (failedRuns: number): string => {
+    const s = sink();
+    logStreakChange(createLogger({ format: 'json', destination: s.stream }), { kind: 'recovered', run, failedRuns });
+    return String((JSON.parse(s.text()) as Record<string, unknown>)['msg']);
+  };
+  assert.equal(lines(1), 'job "digest" recovered after 1 unsuccessful run');
+  assert.equal(lines(3), 'job "digest" recovered after 3 unsuccessful runs');
+});

@@ -32,9 +32,14 @@ function logFailed(log: Logger, e: RunEndedEvent, fields: Record<string, unknown
   log.warn({ ...fields, err, error: e.error }, 'job "%s" %s: %s', e.jobId, e.outcome, e.error ?? 'no error message');
 }
 
+/** "run" or "runs", as `n` asks. */
+function runs(n: number): string {
+  return n === 1 ? 'run' : 'runs';
+}
+
 /** The recovery (info) of a job after `streak` unsuccessful runs. */
 function logRecovered(log: Logger, e: RunEndedEvent, fields: Record<string, unknown>, streak: number): void {
-  log.info({ ...fields, failedRuns: streak }, 'job "%s" recovered after %d unsuccessful runs', e.jobId, streak);
+  log.info({ ...fields, failedRuns: streak }, 'job "%s" recovered after %d unsuccessful %s', e.jobId, streak, runs(streak));
 }
 
 /** Logs the start (warn) or the end (info) of an installation job's failing streak, cluster-wide. */
@@ -102,7 +107,7 @@ export function attachLogListener(runner: Pick<Scheduler, 'on'>, log: Logger, op
       if (e.outcome === 'succeeded') {
         const streak = failingTasks.get(e.task) ?? 0;
         failingTasks.delete(e.task);
-        log.info({ ...fields, failedTasks: streak }, 'task "%s" recovered after %d unsuccessful runs', e.task, streak);
+        log.info({ ...fields, failedTasks: streak }, 'task "%s" recovered after %d unsuccessful %s', e.task, streak, runs(streak));
         return;
       }
       if (e.willRetry) {
