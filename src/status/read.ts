@@ -4,6 +4,8 @@
  * stats, per-instance rows (instance jobs) and lease (installation jobs), {@link READ_CHUNK} jobs a
  * round trip, the first with every instance's heartbeat and the job sets of the digests. Each
  * chunk's jobs are built as it is answered, so a read holds one chunk's raw hashes at a time.
+ * A node's reads keep what they found ({@link KnownJobs}): a job read before has only its stats'
+ * version read, and its stats again only when that moved (one more round trip for the chunk).
  * On a Redis Cluster each round trip is one pipeline per slot, sent together.
  * @module
  */
