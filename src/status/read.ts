@@ -104,6 +104,13 @@ function strings(v: unknown): string[] {
   return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
 }
 
+/** A job's turn among the reads that read it whole: a small hash of its id. */
+function turnOf(id: string): number {
+  let h = 0;
+  for (let i = 0; i < id.length; i++) h = (h * 31 + id.charCodeAt(i)) % WHOLE_EVERY;
+  return h;
+}
+
 /** An HMGET's reply: its values, undefined where a field is absent. */
 function fieldsOf(v: unknown): Array<string | undefined> {
   return Array.isArray(v) ? v.map((x) => (typeof x === 'string' ? x : undefined)) : [];
@@ -163,13 +170,15 @@ function liveInstances(members: string[], replies: unknown[]): { live: Set<strin
   return { live, instances };
 }
 
-/** Queues the reads of one job: its stats whole (and its rows) or their version alone, and its lease. */
-function queueJob(r: Reads, keys: Keys, id: string, rows: boolean, lease: boolean, versionOnly: boolean): void {
-  const stats = keys.stats(id);
-  if (versionOnly) r.add(stats, (p) => p.hmget(stats, 'version', 'createdAt'));
-  else r.add(stats, (p) => p.hgetall(stats));
-  if (rows) r.add(stats, (p) => p.hgetall(keys.instanceStats(id)));
-  if (lease) r.add(stats, (p) => p.get(keys.lease(id)).pttl(keys.lease(id)));
+/**
+ * Queues the reads of one job: its stats whole or their version alone (or neither), its rows, its
+ * lease.
+ */
+function queueJob(r: Reads, keys: Keys, id: string, rows: boolean, lease: boolean, versionOnly: boolean, stats = true): void {
+  const key = keys.stats(id);
+  if (stats) r.add(key, (p) => (versionOnly ? p.hmget(key, 'version', 'createdAt') : p.hgetall(key)));
+  if (rows) r.add(key, (p) => p.hgetall(keys.instanceStats(id)));
+  if (lease) r.add(key, (p) => p.get(keys.lease(id)).pttl(keys.lease(id)));
 }
 
 /** The settings of the jobs the settings hash does not name (most): one read-only object. */
@@ -203,12 +212,13 @@ export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOpti
       for (const m of base.members) r.add(keys.instance(m), (p) => p.hgetall(keys.instance(m)));
       for (const d of digests) r.add(keys.registered(d), (p) => p.smembers(keys.registered(d)));
     }
-    const chunk = plan.slice(from, from + READ_CHUNK).map((job, n) => {
+    const chunk = plan.slice(from, from + READ_CHUNK).map((job) => {
       const before = opts.known?.get(job.id);
       // A job known from an earlier read has only its version read, unless this read is its
       // turn to be read whole (a change its version does not show: an older node's write, a
-      // hand edit with redis-cli, is then seen within WHOLE_EVERY reads).
-      return { ...job, before: before !== undefined && (from + n + round) % WHOLE_EVERY !== 0 ? before : undefined };
+      // hand edit with redis-cli, is then seen within WHOLE_EVERY reads). Its turn follows from
+      // its id, not its place in the list, which moves as other jobs come and go.
+      return { ...job, before: before !== undefined && (turnOf(job.id) + round) % WHOLE_EVERY !== 0 ? before : undefined };
     });
     for (const { id, rows, lease, before } of chunk) queueJob(r, keys, id, rows && !before, lease, before !== undefined);
     const replies = await exec(redis, r);
@@ -242,7 +252,7 @@ export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOpti
         lease: typeof value === 'string' ? value : null,
         leasePttl: typeof pttl === 'number' ? pttl : null,
       };
-      return { id, rows, before: moved ? undefined : before, moved, stats, instanceFields, now };
+      return { id, rows, lease, before: moved ? undefined : before, moved, stats, instanceFields, now };
     });
     // The stats of the known jobs that changed since, in one more round trip.
     const moved = found.filter((f) => f.moved);
@@ -254,6 +264,23 @@ export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOpti
       for (const f of moved) {
         f.stats = hash(more[i++]);
         if (f.rows) f.instanceFields = hash(more[i++]);
+      }
+    }
+    // A job whose scope changed since the scopes were learnt (its rows, or its lease, were left
+    // out of the plan): what it lacks, in one more round trip (rare: a job's scope changes with
+    // its code).
+    const short = found.filter((f) => f.stats !== undefined && ((!f.rows && f.stats['scope'] !== 'installation') || (!f.lease && f.stats['scope'] !== 'instance')));
+    if (short.length > 0) {
+      const again = new Reads();
+      for (const f of short) queueJob(again, keys, f.id, !f.rows, !f.lease, false, false);
+      const more = await exec(redis, again);
+      let i = 0;
+      for (const f of short) {
+        if (!f.rows) f.instanceFields = hash(more[i++]);
+        if (!f.lease) {
+          const [value, pttl] = [more[i++], more[i++]];
+          f.now = { ...f.now, lease: typeof value === 'string' ? value : null, leasePttl: typeof pttl === 'number' ? pttl : null };
+        }
       }
     }
     for (const { id, before, stats, instanceFields, now } of found) {

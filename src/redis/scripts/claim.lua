@@ -271,16 +271,18 @@ local function claim(leaseKey, stateKey, statsKey, runsKey, job)
       if string.find(bad, 'WRONGTYPE', 1, true) then return corrupt(statsKey, 'hash') end
       return {'error', 'leasehold claim: ' .. statsKey .. ': ' .. bad}
     end
-    redis.call('HINCRBY', statsKey, 'skippedPaused', 1)
+    -- Raised before the next write, which can still fail on a damaged field (a script's writes
+    -- before an error stay): the readers then read what the first one changed.
     bumpVersion(statsKey)
+    redis.call('HINCRBY', statsKey, 'skippedPaused', 1)
     redis.call('HSET', stateKey, 'tick', string.format('%d', tick))
     return {'paused', lastTick or -1}
   elseif lastTick and lastTick >= tick then
     -- A skip the stats hash cannot take is answered uncounted: the claimant counts it itself.
     local counted = 0
     if job.countSkip and try('HINCRBY', statsKey, 'skipped', 1) then
+      bumpVersion(statsKey) -- before the write that can still fail, as for a paused skip
       redis.call('HINCRBY', statsKey, 'skippedClaimed', 1)
-      bumpVersion(statsKey)
       counted = 1
     end
     return {'done', lastTick, counted}
