@@ -10,7 +10,8 @@ import type { Redis } from 'ioredis';
 import { keys as keyNames, type Keys } from '../src/redis/keys.js';
 import type { RecordBatch } from '../src/redis/record.js';
 import { claimScript, pruneScript, recordScript } from '../src/redis/scripts.js';
-import { KnownJobs, readCluster } from '../src/status/read.js';
+import { KnownJobs } from '../src/status/known.js';
+import { readCluster } from '../src/status/read.js';
 import type { ClusterStatus, JobStatus } from '../src/status/model.js';
 import { commandsRun, startRedis, type TestRedis } from './helpers/redis.js';
 

@@ -14,7 +14,8 @@ import type { ActionResult, HealthReason, HealthReport, ManageApi } from './api.
 import { publishControl } from './control.js';
 import { randomUUID } from 'node:crypto';
 import { forgetJob } from './forget.js';
-import { KnownJobs, readCluster, readJob } from './read.js';
+import { KnownJobs } from './known.js';
+import { readCluster, readJob } from './read.js';
 import { corruptSettings, isWrongType, type RedisSettings } from './settings.js';
 import { SnapshotCache } from './snapshot.js';
 import { parseLease } from './build.js';

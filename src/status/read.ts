@@ -4,21 +4,20 @@
  * stats, per-instance rows (instance jobs) and lease (installation jobs), {@link READ_CHUNK} jobs a
  * round trip, the first with every instance's heartbeat and the job sets of the digests. Each
  * chunk's jobs are built as it is answered, so a read holds one chunk's raw hashes at a time.
- * A node's reads keep what they found ({@link KnownJobs}): a job read before has only its stats'
+ * A node's reads keep what they found (`known.ts`): a job read before has only its stats'
  * version read, and its stats again only when that moved (one more round trip for the chunk).
  * On a Redis Cluster each round trip is one pipeline per slot, sent together.
  * @module
  */
-import { ErrorCodes, LeaseholdError } from '../errors.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { Keys } from '../redis/keys.js';
-import { JOB_ID_PATTERN } from '../schedule/job.js';
-import { pipelined, type PipelineReply, type PipelinedCommand } from '../redis/pipeline.js';
 import type { RecentRun } from './batch.js';
 import { outcome } from './fields.js';
-import { instanceStatus, interning, jobSettings, jobStatus, knownJob, rejudge, statsVersion, type JobNow, type KnownJob, type ModelContext } from './build.js';
-import { digestsOf, registeredFrom, type DigestSet, type LiveNode } from './registered.js';
+import { interning, jobSettings, jobStatus, knownJob, rejudge, statsVersion, type JobNow, type KnownJob, type ModelContext } from './build.js';
+import type { KnownJobs } from './known.js';
+import { digestsOf, registeredFrom, type DigestSet } from './registered.js';
 import { DEFAULT_FAILING_STREAK, type ClusterStatus, type InstanceStatus, type JobDetail, type JobStatus, type StatusProblem } from './model.js';
+import { exec, fieldsOf, hash, leaseOf, liveInstances, liveNodes, readBase, Reads, strings } from './reads.js';
 import { corruptSettings, parseSettings } from './settings.js';
 
 /** Options of the readers. */
@@ -41,142 +40,14 @@ export interface ReadOptions {
  */
 const READ_CHUNK = 250;
 
-/**
- * A known job is read whole at one read in this many (the others read its version alone),
- * each read taking its turn for another tenth of the jobs.
- */
-const WHOLE_EVERY = 10;
+/** What is read of one job's stats hash: all of it, its version alone, or nothing. */
+type StatsRead = 'whole' | 'version' | 'none';
 
-/**
- * What a node keeps of every job between its reads of the whole status ({@link readCluster}):
- * a job whose stats kept their version since is judged again from what was kept, and only its
- * version, lease and settings are read. A read of a thousand jobs of which a few ran reads the
- * stats of those few.
- */
-export class KnownJobs {
-  private jobs = new Map<string, KnownJob>();
-  private rounds = 0;
-
-  /** The job as the last read left it. */
-  get(id: string): KnownJob | undefined {
-    return this.jobs.get(id);
-  }
-
-  /** A read begins: its number. */
-  nextRound(): number {
-    return this.rounds++;
-  }
-
-  /** A read ended: what it found replaces what was kept (jobs it did not find are forgotten). */
-  keep(jobs: Map<string, KnownJob>): void {
-    this.jobs = jobs;
-  }
-}
-
-/** Commands of one read, each queued with the key that decides its slot. */
-class Reads {
-  readonly commands: PipelinedCommand[] = [];
-
-  add(key: string | undefined, queue: PipelinedCommand['queue']): this {
-    this.commands.push({ key, queue });
-    return this;
-  }
-}
-
-/** The reply of a read of a key of the wrong type (an operator's mistake): it reads as empty. */
-const WRONG_TYPE: unique symbol = Symbol('wrong type');
-
-async function exec(redis: RedisClient, reads: Reads): Promise<unknown[]> {
-  const replies: PipelineReply[] = await pipelined(redis, reads.commands);
-  return replies.map(([err, value]) => {
-    if (!err) return value;
-    // A key of the wrong type (an operator's mistake) reads as empty; anything else is Redis failing.
-    if (err.name === 'ReplyError' && /^WRONGTYPE/.test(err.message)) return WRONG_TYPE;
-    throw new LeaseholdError(ErrorCodes.redisError, `reading the status from Redis failed: ${err.message}`, { cause: err });
-  });
-}
-
-function hash(v: unknown): Record<string, string> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, string>) : {};
-}
-
-function strings(v: unknown): string[] {
-  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
-}
-
-/** A job's turn among the reads that read it whole: a small hash of its id. */
-function turnOf(id: string): number {
-  let h = 0;
-  for (let i = 0; i < id.length; i++) h = (h * 31 + id.charCodeAt(i)) % WHOLE_EVERY;
-  return h;
-}
-
-/** An HMGET's reply: its values, undefined where a field is absent. */
-function fieldsOf(v: unknown): Array<string | undefined> {
-  return Array.isArray(v) ? v.map((x) => (typeof x === 'string' ? x : undefined)) : [];
-}
-
-function redisTime(v: unknown): number {
-  const [s, us] = strings(v);
-  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
-}
-
-const INSTANCE_ID = /^[^{}\s]{1,128}$/;
-
-function byId(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
-
-interface Base {
-  nowMs: number;
-  jobIds: string[];
-  settings: Record<string, string>;
-  members: string[];
-  /** `<prefix>:nodes`: instance id to the digest of its jobs. */
-  digests: Record<string, string>;
-  /** The settings hash holds a value of another type. */
-  settingsCorrupt: boolean;
-}
-
-async function readBase(redis: RedisClient, keys: Keys, jobId?: string): Promise<Base> {
-  const r = new Reads().add(undefined, (p) => p.time()).add(keys.instances, (p) => p.zrange(keys.instances, 0, -1));
-  if (jobId === undefined) r.add(keys.jobs, (p) => p.smembers(keys.jobs));
-  else r.add(keys.jobs, (p) => p.sismember(keys.jobs, jobId));
-  r.add(keys.settings, (p) => p.hgetall(keys.settings)).add(keys.nodes, (p) => p.hgetall(keys.nodes));
-  const [time, members, jobs, settings, digests] = await exec(redis, r);
-  // An id defineJob refuses (an operator's typo in the job set) is left out.
-  const jobIds = jobId === undefined ? strings(jobs).filter((id) => JOB_ID_PATTERN.test(id)).sort(byId) : jobs === 1 ? [jobId] : [];
-  return { nowMs: redisTime(time), members: strings(members).filter((id) => INSTANCE_ID.test(id)), jobIds, settings: hash(settings), digests: hash(digests), settingsCorrupt: settings === WRONG_TYPE };
-}
-
-/** The live nodes (heartbeat replies in `members` order) with their digests and job counts. */
-function liveNodes(base: Base, heartbeats: unknown[]): LiveNode[] {
-  return base.members.flatMap((id, i) => {
-    const h = hash(heartbeats[i]);
-    return Object.keys(h).length === 0 ? [] : [{ digest: base.digests[id], jobs: h['jobs'] }];
-  });
-}
-
-function liveInstances(members: string[], replies: unknown[]): { live: Set<string>; instances: InstanceStatus[] } {
-  const live = new Set<string>();
-  const instances: InstanceStatus[] = [];
-  members.forEach((id, i) => {
-    const h = hash(replies[i]);
-    if (Object.keys(h).length === 0) return; // the heartbeat expired: the node is gone
-    live.add(id);
-    instances.push(instanceStatus(id, h));
-  });
-  instances.sort((a, b) => byId(a.id, b.id));
-  return { live, instances };
-}
-
-/**
- * Queues the reads of one job: its stats whole or their version alone (or neither), its rows, its
- * lease.
- */
-function queueJob(r: Reads, keys: Keys, id: string, rows: boolean, lease: boolean, versionOnly: boolean, stats = true): void {
+/** Queues the reads of one job: its stats, its per-instance rows, its lease. */
+function queueJob(r: Reads, keys: Keys, id: string, stats: StatsRead, rows: boolean, lease: boolean): void {
   const key = keys.stats(id);
-  if (stats) r.add(key, (p) => (versionOnly ? p.hmget(key, 'version', 'createdAt') : p.hgetall(key)));
+  if (stats === 'whole') r.add(key, (p) => p.hgetall(key));
+  else if (stats === 'version') r.add(key, (p) => p.hmget(key, 'version', 'createdAt'));
   if (rows) r.add(key, (p) => p.hgetall(keys.instanceStats(id)));
   if (lease) r.add(key, (p) => p.get(keys.lease(id)).pttl(keys.lease(id)));
 }
@@ -201,7 +72,7 @@ export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOpti
   // one chunk's wait, not the whole installation's (100,000 jobs are 300,000 commands). The
   // first one also reads the heartbeats and the job sets, so that each chunk's jobs are judged
   // as their replies come: what Redis answered for one chunk is garbage before the next.
-  const round = opts.known?.nextRound() ?? 0;
+  const knownBefore = opts.known?.begin();
   const known = new Map<string, KnownJob>();
   let ctx: ModelContext | undefined;
   let instances: InstanceStatus[] = [];
@@ -212,15 +83,9 @@ export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOpti
       for (const m of base.members) r.add(keys.instance(m), (p) => p.hgetall(keys.instance(m)));
       for (const d of digests) r.add(keys.registered(d), (p) => p.smembers(keys.registered(d)));
     }
-    const chunk = plan.slice(from, from + READ_CHUNK).map((job) => {
-      const before = opts.known?.get(job.id);
-      // A job known from an earlier read has only its version read, unless this read is its
-      // turn to be read whole (a change its version does not show: an older node's write, a
-      // hand edit with redis-cli, is then seen within WHOLE_EVERY reads). Its turn follows from
-      // its id, not its place in the list, which moves as other jobs come and go.
-      return { ...job, before: before !== undefined && (turnOf(job.id) + round) % WHOLE_EVERY !== 0 ? before : undefined };
-    });
-    for (const { id, rows, lease, before } of chunk) queueJob(r, keys, id, rows && !before, lease, before !== undefined);
+    // A job known from an earlier read has only its version read (see known.ts).
+    const chunk = plan.slice(from, from + READ_CHUNK).map((job) => ({ ...job, before: knownBefore?.(job.id) }));
+    for (const { id, rows, lease, before } of chunk) queueJob(r, keys, id, before ? 'version' : 'whole', rows && !before, lease);
     const replies = await exec(redis, r);
     let at = 0;
     if (!ctx) {
@@ -247,18 +112,14 @@ export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOpti
       }
       const value = lease ? replies[at++] : null;
       const pttl = lease ? replies[at++] : null;
-      const now: JobNow = {
-        settings: withSettings.has(id) ? jobSettings(base.settings, id) : NO_SETTINGS,
-        lease: typeof value === 'string' ? value : null,
-        leasePttl: typeof pttl === 'number' ? pttl : null,
-      };
+      const now: JobNow = { settings: withSettings.has(id) ? jobSettings(base.settings, id) : NO_SETTINGS, ...leaseOf(value, pttl) };
       return { id, rows, lease, before: moved ? undefined : before, moved, stats, instanceFields, now };
     });
     // The stats of the known jobs that changed since, in one more round trip.
     const moved = found.filter((f) => f.moved);
     if (moved.length > 0) {
       const again = new Reads();
-      for (const { id, rows } of moved) queueJob(again, keys, id, rows, false, false);
+      for (const { id, rows } of moved) queueJob(again, keys, id, 'whole', rows, false);
       const more = await exec(redis, again);
       let i = 0;
       for (const f of moved) {
@@ -272,15 +133,12 @@ export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOpti
     const short = found.filter((f) => f.stats !== undefined && ((!f.rows && f.stats['scope'] !== 'installation') || (!f.lease && f.stats['scope'] !== 'instance')));
     if (short.length > 0) {
       const again = new Reads();
-      for (const f of short) queueJob(again, keys, f.id, !f.rows, !f.lease, false, false);
+      for (const f of short) queueJob(again, keys, f.id, 'none', !f.rows, !f.lease);
       const more = await exec(redis, again);
       let i = 0;
       for (const f of short) {
         if (!f.rows) f.instanceFields = hash(more[i++]);
-        if (!f.lease) {
-          const [value, pttl] = [more[i++], more[i++]];
-          f.now = { ...f.now, lease: typeof value === 'string' ? value : null, leasePttl: typeof pttl === 'number' ? pttl : null };
-        }
+        if (!f.lease) f.now = { ...f.now, ...leaseOf(more[i++], more[i++]) };
       }
     }
     for (const { id, before, stats, instanceFields, now } of found) {
@@ -341,8 +199,7 @@ export async function readJob(redis: RedisClient, keys: Keys, jobId: string, opt
       stats: hash(r[0]),
       instanceFields: hash(r[1]),
       settings: jobSettings(base.settings, jobId),
-      lease: typeof r[2] === 'string' ? r[2] : null,
-      leasePttl: typeof r[3] === 'number' ? r[3] : null,
+      ...leaseOf(r[2], r[3]),
     },
     ctx,
   );
