@@ -43,10 +43,9 @@ describe('status reads of a node that read before', () => {
       await record(id, { init: true, createdAt: iso(Date.now()), define: { scope, scheduleKind: 'fixedRate', schedule: '10s', zone: '', intervalMs: '10000' }, set: { seenAt: iso(Date.now()) }, ...(scope === 'instance' ? { inst: { id: 'node-a', set: { seenAt: iso(Date.now()) } } } : {}) });
     };
     for (const id of ids) await register(id);
-    // As a node reads: with the scopes and jobs its earlier reads found.
-    const scopes = new Map<string, string>();
+    // As a node reads: with the jobs its earlier reads found.
     const known = new KnownJobs();
-    const read = () => readCluster(redis, k, { scopes, known });
+    const read = () => readCluster(redis, k, { known });
     return { k, ids, record, register, read };
   };
   const byId = (status: ClusterStatus, id: string): JobStatus => {

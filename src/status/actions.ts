@@ -80,10 +80,9 @@ function isRunning(id: string, lease: LeaseStatus): ActionResult {
 export function createManageApi(d: ManageApiDeps): ManageApi {
   const { core, redis, keys } = d;
   const opts = { failingStreak: d.failingStreak };
-  const scopes = new Map<string, string>();
   const knownJobs = new KnownJobs();
   // An installation small enough to be answered whole has its text made as it is read.
-  const snapshot = new SnapshotCache(() => readCluster(redis, keys, { ...opts, scopes, known: knownJobs }), d.onReadError, core.clock, { encodeAhead: (status) => status.jobs.length <= MAX_UNPAGED_JOBS });
+  const snapshot = new SnapshotCache(() => readCluster(redis, keys, { ...opts, known: knownJobs }), d.onReadError, core.clock, { encodeAhead: (status) => status.jobs.length <= MAX_UNPAGED_JOBS });
   const jobs = new JobSnapshots({
     read: (id) => readJob(redis, keys, id, opts),
     local: (id) => core.job(id) !== undefined,

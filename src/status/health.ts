@@ -25,10 +25,10 @@ const FIRES_WITHOUT_SUCCESS = 3;
  * the baseline (the last success, or the job's registration, resume or schedule change), plus
  * the last run's duration and {@link NO_SUCCESS_SLACK_MS}. Counted on the job's real schedule,
  * so `0 0 9-17 * * MON-FRI` is not due at night; for fixedRate and fixedDelay, three periods.
- * Epoch ms, or null when the schedule is unknown or never fires that often again.
+ * Epoch ms, or null when the schedule is unknown or never fires that often again. `baseline`
+ * is the stats' own, passed by a caller that has it already.
  */
-export function successDeadline(stats: Record<string, string>): number | null {
-  const baseline = baselineOf(stats);
+export function successDeadline(stats: Record<string, string>, baseline = baselineOf(stats)): number | null {
   if (!Number.isFinite(baseline)) return null;
   let due: number | null;
   if (stats['scheduleKind'] === 'cron') {
@@ -78,10 +78,11 @@ export interface HealthFacts {
 
 /** The {@link HealthFacts} of a stats hash. */
 export function healthFacts(stats: Record<string, string>): HealthFacts {
+  const baseline = baselineOf(stats);
   return {
     streak: count(stats['streak']),
-    deadline: successDeadline(stats),
-    baseline: baselineOf(stats),
+    deadline: successDeadline(stats, baseline),
+    baseline,
     succeeded: Boolean(stats['lastSuccessAt']),
     cron: stats['scheduleKind'] === 'cron',
     intervalMs: num(stats['intervalMs']),

@@ -8,6 +8,7 @@
  * @module
  */
 import type { KnownJob } from './build.js';
+import type { JobStatus } from './model.js';
 
 /** A known job is read whole at one read in this many; the others read its version alone. */
 export const WHOLE_EVERY = 10;
@@ -19,21 +20,32 @@ function turnOf(id: string): number {
   return h % WHOLE_EVERY;
 }
 
+/** What one read is told of the jobs the read before it found. */
+export interface KnownRead {
+  /** The job as the last read left it; undefined when it is new or this read is its turn to be read whole. */
+  job(id: string): KnownJob | undefined;
+  /**
+   * Its scope as the last read found it (undefined: not known): an installation job is read
+   * without per-instance rows, an instance job without a lease.
+   */
+  scope(id: string): JobStatus['scope'] | undefined;
+}
+
 /** The jobs the last read found; see the module comment. */
 export class KnownJobs {
   private jobs = new Map<string, KnownJob>();
   private rounds = 0;
 
-  /**
-   * A read begins: answers, for each job id, what the last read found of it, or undefined when
-   * the job is new or this read is its turn to be read whole.
-   */
-  begin(): (id: string) => KnownJob | undefined {
+  /** A read begins: what it is told of the jobs the last read found, in its own round. */
+  begin(): KnownRead {
     const round = this.rounds++;
     const jobs = this.jobs;
-    return (id) => {
-      const known = jobs.get(id);
-      return known !== undefined && (turnOf(id) + round) % WHOLE_EVERY !== 0 ? known : undefined;
+    return {
+      job: (id) => {
+        const known = jobs.get(id);
+        return known !== undefined && (turnOf(id) + round) % WHOLE_EVERY !== 0 ? known : undefined;
+      },
+      scope: (id) => jobs.get(id)?.status.scope,
     };
   }
 

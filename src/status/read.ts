@@ -24,11 +24,6 @@ import { corruptSettings, parseSettings } from './settings.js';
 export interface ReadOptions {
   /** Streak length from which a job is degraded (default {@link DEFAULT_FAILING_STREAK}). */
   readonly failingStreak?: number;
-  /**
-   * Scopes seen by an earlier read (kept up to date by this one): a job known to be an
-   * installation job is read without per-instance rows, an instance job without a lease.
-   */
-  readonly scopes?: Map<string, string>;
   /** What the node's earlier reads found (kept up to date by this one); see {@link KnownJobs}. */
   readonly known?: KnownJobs;
 }
@@ -58,10 +53,11 @@ const NO_SETTINGS: Record<string, string> = Object.freeze({}) as Record<string, 
 /** Every job and every live instance, as `GET /manage/jobs` returns them. */
 export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOptions = {}): Promise<ClusterStatus> {
   const base = await readBase(redis, keys);
-  // What is read per job: stats always; per-instance rows unless it is known to be an
-  // installation job; the lease unless it is known to be an instance job.
+  const knownBefore = opts.known?.begin();
+  // What is read per job: stats always; per-instance rows unless the last read found an
+  // installation job; the lease unless it found an instance job.
   const plan = base.jobIds.map((id) => {
-    const scope = opts.scopes?.get(id);
+    const scope = knownBefore?.scope(id);
     return { id, rows: scope !== 'installation', lease: scope !== 'instance' };
   });
   // The job sets of the nodes' digests (few: the nodes that run the same jobs share one).
@@ -72,7 +68,6 @@ export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOpti
   // one chunk's wait, not the whole installation's (100,000 jobs are 300,000 commands). The
   // first one also reads the heartbeats and the job sets, so that each chunk's jobs are judged
   // as their replies come: what Redis answered for one chunk is garbage before the next.
-  const knownBefore = opts.known?.begin();
   const known = new Map<string, KnownJob>();
   let ctx: ModelContext | undefined;
   let instances: InstanceStatus[] = [];
@@ -84,7 +79,7 @@ export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOpti
       for (const d of digests) r.add(keys.registered(d), (p) => p.smembers(keys.registered(d)));
     }
     // A job known from an earlier read has only its version read (see known.ts).
-    const chunk = plan.slice(from, from + READ_CHUNK).map((job) => ({ ...job, before: knownBefore?.(job.id) }));
+    const chunk = plan.slice(from, from + READ_CHUNK).map((job) => ({ ...job, before: knownBefore?.job(job.id) }));
     for (const { id, rows, lease, before } of chunk) queueJob(r, keys, id, before ? 'version' : 'whole', rows && !before, lease);
     const replies = await exec(redis, r);
     let at = 0;
@@ -127,7 +122,7 @@ export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOpti
         if (f.rows) f.instanceFields = hash(more[i++]);
       }
     }
-    // A job whose scope changed since the scopes were learnt (its rows, or its lease, were left
+    // A job whose scope changed since the last read (its rows, or its lease, were left
     // out of the plan): what it lacks, in one more round trip (rare: a job's scope changes with
     // its code).
     const short = found.filter((f) => f.stats !== undefined && ((!f.rows && f.stats['scope'] !== 'installation') || (!f.lease && f.stats['scope'] !== 'instance')));
@@ -146,7 +141,6 @@ export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOpti
       if (before) job = rejudge(before, now, ctx);
       else {
         const s = stats ?? {};
-        if (opts.scopes && s['scope']) opts.scopes.set(id, s['scope']);
         job = knownJob({ id, stats: s, instanceFields, ...now }, statsVersion(s['version'], s['createdAt']) ?? '', ctx);
       }
       if (job.version !== '') known.set(id, job);
