@@ -35,7 +35,7 @@ test('SIGTERM with Redis frozen: the node exits within the grace plus 5 s and sa
     await sleep(800);
     const t0 = Date.now();
     node.kill('SIGTERM');
-    const { code } = await Promise.race([node.exited, sleep(GRACE_MS + 20_000).then(() => ({ code: null }))]);
+    const { code } = await Promise.race([node.exited, sleep(GRACE_MS + 20_000, undefined, { ref: false }).then(() => ({ code: null }))]);
     exitedIn = Date.now() - t0;
     assert.equal(code, 0, node.stderr());
   } finally {
