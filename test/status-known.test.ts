@@ -84,6 +84,25 @@ describe('status reads of a node that read before', () => {
     assert.deepEqual(byId(second, unchanged), byId(first, unchanged));
   });
 
+  it('reads no stats again for a minute refresh that writes seenAt alone, and shows every job\'s new lastRegisteredAt at the next read', async () => {
+    const { k, ids, record, read } = await installation(600);
+    const first = await read();
+    const version = await redis.hget(k.stats('job-5'), 'version');
+    // Each job's minute refresh from the node that refreshes it.
+    const later = iso(Date.now() + 60_000);
+    for (const id of ids) await record(id, { set: { seenAt: later } });
+    assert.equal(await redis.hget(k.stats('job-5'), 'version'), version, 'the refresh leaves the version');
+    await redis.config('RESETSTAT');
+    const second = await read();
+    const run = await commandsRun(redis);
+    for (const id of ids) assert.equal(byId(second, id).lastRegisteredAt, later, id);
+    // Only the jobs whose turn it is (about a tenth) are read whole.
+    const whole = (run['hgetall'] ?? 0) - 2;
+    assert.ok(whole < 120, `HGETALL of ${whole} jobs' stats`);
+    // The rest of a job's status is as it was.
+    assert.deepEqual({ ...byId(second, 'job-5'), lastRegisteredAt: null }, { ...byId(first, 'job-5'), lastRegisteredAt: null });
+  });
+
   it('shows what a claim counts: a claimed skip, and a run found lost', async () => {
     const { k, record, read } = await installation(3);
     await read();

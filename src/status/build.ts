@@ -225,14 +225,20 @@ export function knownJob(raw: RawJob, version: string, ctx: ModelContext): Known
 }
 
 /**
- * A known job judged again at this read, its stats unchanged: the same object when nothing in
- * its status moved (most jobs at most reads), else one with its new state, settings and lease.
+ * A known job judged again at this read, its stats unchanged but for `seenAt` (read with the
+ * version, as a node's minute refresh writes it alone): the same object when nothing in its
+ * status moved (most jobs at most reads), else one with its new state, settings, lease and
+ * `lastRegisteredAt`.
  */
-export function rejudge(known: KnownJob, now: JobNow, ctx: ModelContext): KnownJob {
+export function rejudge(known: KnownJob, now: JobNow, ctx: ModelContext, seenAt?: string): KnownJob {
   const prev = known.status;
+  const registeredAt = seenAt === undefined || seenAt === '' ? null : seenAt;
+  const seen = registeredAt === prev.lastRegisteredAt;
+  const k = seen ? known : { ...known, seenAt: time(seenAt) };
   const rows = liveRows(prev.instances, ctx.live);
-  const j = judge(prev.id, known, prev.invalidCause, prev.scope, rows, now, ctx);
+  const j = judge(prev.id, k, prev.invalidCause, prev.scope, rows, now, ctx);
   if (
+    seen &&
     j.state === prev.state &&
     j.active === prev.active &&
     j.nextDueAt === prev.nextDueAt &&
@@ -241,7 +247,8 @@ export function rejudge(known: KnownJob, now: JobNow, ctx: ModelContext): KnownJ
     sameTexts(j.degradedReasons, prev.degradedReasons) &&
     sameFields(j.settings, prev.settings)
   ) return known;
-  return { ...known, status: { ...prev, ...j } };
+  const lastRegisteredAt = seen || registeredAt === null ? registeredAt : (ctx.intern ?? same)(registeredAt);
+  return { ...k, status: { ...prev, ...j, lastRegisteredAt } };
 }
 
 /** The rows with their `live` as `live` says: the same array when none changed. */

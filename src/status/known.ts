@@ -1,7 +1,7 @@
 /**
  * What a node keeps of every job between its reads of the whole status (`read.ts`): a job whose
- * stats kept their version since is judged again from what was kept, and only its version, lease
- * and settings are read. A read of a thousand jobs of which a few ran reads the stats of those
+ * stats kept their version since is judged again from what was kept, and only its version,
+ * `seenAt`, lease and settings are read. A read of a thousand jobs of which a few ran reads the stats of those
  * few. A tenth of the known jobs are read whole at each read in turn, so that a change no version
  * shows (a node of an older version's write, a hand edit with redis-cli) is seen within
  * {@link WHOLE_EVERY} reads.

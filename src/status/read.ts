@@ -5,7 +5,8 @@
  * round trip, the first with every instance's heartbeat and the job sets of the digests. Each
  * chunk's jobs are built as it is answered, so a read holds one chunk's raw hashes at a time.
  * A node's reads keep what they found (`known.ts`): a job read before has only its stats'
- * version read, and its stats again only when that moved (one more round trip for the chunk).
+ * version and `seenAt` read (a node's minute refresh writes `seenAt` alone and leaves the
+ * version), and its stats again only when the version moved (one more round trip for the chunk).
  * On a Redis Cluster each round trip is one pipeline per slot, sent together.
  * @module
  */
@@ -42,7 +43,7 @@ type StatsRead = 'whole' | 'version' | 'none';
 function queueJob(r: Reads, keys: Keys, id: string, stats: StatsRead, rows: boolean, lease: boolean): void {
   const key = keys.stats(id);
   if (stats === 'whole') r.add(key, (p) => p.hgetall(key));
-  else if (stats === 'version') r.add(key, (p) => p.hmget(key, 'version', 'createdAt'));
+  else if (stats === 'version') r.add(key, (p) => p.hmget(key, 'version', 'createdAt', 'seenAt'));
   if (rows) r.add(key, (p) => p.hgetall(keys.instanceStats(id)));
   if (lease) r.add(key, (p) => p.get(keys.lease(id)).pttl(keys.lease(id)));
 }
@@ -98,9 +99,11 @@ export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOpti
       let stats: Record<string, string> | undefined;
       let instanceFields: Record<string, string> = {};
       let moved = false;
+      let seenAt: string | undefined;
       if (before) {
-        const [version, createdAt] = fieldsOf(replies[at++]);
+        const [version, createdAt, seen] = fieldsOf(replies[at++]);
         moved = statsVersion(version, createdAt) !== before.version;
+        seenAt = seen;
       } else {
         stats = hash(replies[at++]);
         if (rows) instanceFields = hash(replies[at++]);
@@ -108,7 +111,7 @@ export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOpti
       const value = lease ? replies[at++] : null;
       const pttl = lease ? replies[at++] : null;
       const now: JobNow = { settings: withSettings.has(id) ? jobSettings(base.settings, id) : NO_SETTINGS, ...leaseOf(value, pttl) };
-      return { id, rows, lease, before: moved ? undefined : before, moved, stats, instanceFields, now };
+      return { id, rows, lease, before: moved ? undefined : before, moved, stats, instanceFields, now, seenAt };
     });
     // The stats of the known jobs that changed since, in one more round trip.
     const moved = found.filter((f) => f.moved);
@@ -136,9 +139,9 @@ export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOpti
         if (!f.lease) f.now = { ...f.now, ...leaseOf(more[i++], more[i++]) };
       }
     }
-    for (const { id, before, stats, instanceFields, now } of found) {
+    for (const { id, before, stats, instanceFields, now, seenAt } of found) {
       let job: KnownJob;
-      if (before) job = rejudge(before, now, ctx);
+      if (before) job = rejudge(before, now, ctx, seenAt);
       else {
         const s = stats ?? {};
         job = knownJob({ id, stats: s, instanceFields, ...now }, statsVersion(s['version'], s['createdAt']) ?? '', ctx);

@@ -50,7 +50,9 @@
 
   Every applied batch that writes the stats hash or the instance's row raises its `version` (an integer; one that
   holds anything else starts again at 1): a node that read the job's stats before reads them
-  again only when it moved (see src/status/read.ts).
+  again only when it moved (see src/status/read.ts). A batch that writes `seenAt` alone (a
+  node's minute refresh of a job that did not run) leaves it: the readers read `seenAt` with
+  the version.
 
   Output: one reply per job, in input order (each job is applied on its own):
     {'applied', streak} its batch was applied; streak is the job's failing streak before
@@ -388,7 +390,8 @@ local function apply(statsKey, instancesKey, runsKey, stateKey, writersKey, writ
     -- A writer's first batch of this job (a node started): forget writers long gone.
     forgetWriters(writersKey, nowMs - keepMs)
   end
-  if #stats.order > 0 or (row and #row.order > 0) then stats:bump('version') end
+  local refreshOnly = #stats.order == 1 and stats.order[1] == 'seenAt'
+  if (#stats.order > 0 and not refreshOnly) or (row and #row.order > 0) then stats:bump('version') end
   stats:write()
   if row then row:write() end
   if #stateWrites > 0 then redis.call('HSET', stateKey, unpack(stateWrites)) end
