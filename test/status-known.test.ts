@@ -38,15 +38,16 @@ describe('status reads of a node that read before', () => {
       const [r] = await recordScript(redis, [{ statsKey: k.stats(id), instancesKey: k.instanceStats(id), runsKey: k.runs(id), stateKey: k.state(id), writersKey: k.writers(id), writer, seq: ++seq, batch }], { runsCap: 5, keepMs: 60_000 });
       if (!r || r instanceof Error) throw r ?? new Error('no reply');
     };
+    const define = { scope, scheduleKind: 'fixedRate', schedule: '10s', zone: '', intervalMs: '10000' };
     const register = async (id: string) => {
       await redis.sadd(k.jobs, id);
-      await record(id, { init: true, createdAt: iso(Date.now()), define: { scope, scheduleKind: 'fixedRate', schedule: '10s', zone: '', intervalMs: '10000' }, set: { seenAt: iso(Date.now()) }, ...(scope === 'instance' ? { inst: { id: 'node-a', set: { seenAt: iso(Date.now()) } } } : {}) });
+      await record(id, { init: true, createdAt: iso(Date.now()), define, set: { seenAt: iso(Date.now()) }, ...(scope === 'instance' ? { inst: { id: 'node-a', set: { seenAt: iso(Date.now()) } } } : {}) });
     };
     for (const id of ids) await register(id);
     // As a node reads: with the jobs its earlier reads found.
     const known = new KnownJobs();
     const read = () => readCluster(redis, k, { known });
-    return { k, ids, record, register, read };
+    return { k, ids, define, record, register, read };
   };
   const byId = (status: ClusterStatus, id: string): JobStatus => {
     const job = status.jobs.find((j) => j.id === id);
@@ -85,12 +86,12 @@ describe('status reads of a node that read before', () => {
   });
 
   it('reads no stats again for a minute refresh that writes seenAt alone, and shows every job\'s new lastRegisteredAt at the next read', async () => {
-    const { k, ids, record, read } = await installation(600);
+    const { k, ids, define, record, read } = await installation(600);
     const first = await read();
     const version = await redis.hget(k.stats('job-5'), 'version');
-    // Each job's minute refresh from the node that refreshes it.
+    // Each job's minute refresh from the node that refreshes it, as the stats writer sends it.
     const later = iso(Date.now() + 60_000);
-    for (const id of ids) await record(id, { set: { seenAt: later } });
+    for (const id of ids) await record(id, { init: true, createdAt: later, define, set: { invalidCause: '', seenAt: later } });
     assert.equal(await redis.hget(k.stats('job-5'), 'version'), version, 'the refresh leaves the version');
     await redis.config('RESETSTAT');
     const second = await read();

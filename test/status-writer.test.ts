@@ -267,6 +267,37 @@ describe('stats writer', () => {
     for (const w of writers) void w.stop(0);
   });
 
+  it("a minute refresh of jobs that did not run moves their seenAt and leaves their version, so no node reads their stats again for it", async (t) => {
+    const p = prefix();
+    const k = keyNames(p);
+    const clock = new ManualClock(Date.now());
+    const defs = [{ id: 'shared', scope: 'installation', cron: '0 0 * * * *' }, { id: 'own', scope: 'instance', cron: '0 0 * * * *' }];
+    const redis = await conn();
+    t.after(() => redis.quit());
+    const writer = new StatsWriter({ core: new FakeCore('node-a', defs), redis, keys: k, logger: memoryLogger().logger, clock, refreshes: () => true });
+    const fields = async (job: string) => admin.hmget(k.stats(job), 'version', 'seenAt', 'description', 'invalidCause');
+    const until = async (want: () => Promise<boolean>): Promise<void> => {
+      for (const deadline = Date.now() + 3_000; !(await want()) && Date.now() < deadline; ) {
+        await clock.advance(400);
+        await sleep(20);
+      }
+    };
+    writer.start();
+    await until(async () => (await fields('shared'))[0] !== null && (await fields('own'))[0] !== null);
+    await until(async () => false); // and whatever followed the registration
+    const registered = { shared: await fields('shared'), own: await fields('own') };
+    await clock.advance(60_000);
+    await until(async () => (await fields('shared'))[1] !== registered.shared[1] && (await fields('own'))[1] !== registered.own[1]);
+    for (const job of ['shared', 'own'] as const) {
+      const [version, seenAt, ...rest] = await fields(job);
+      const [versionBefore, seenAtBefore, ...restBefore] = registered[job];
+      assert.ok(seenAt != null && seenAtBefore != null && seenAt > seenAtBefore, `${job}: seenAt ${seenAtBefore} -> ${seenAt}`);
+      assert.equal(version, versionBefore, `${job}: the refresh left the version`);
+      assert.deepEqual(rest, restBefore);
+    }
+    void writer.stop(0);
+  });
+
   it('many writers on their own connections: counters equal the events exactly', async () => {
     const p = prefix();
     const k = keyNames(p);

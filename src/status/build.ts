@@ -226,7 +226,7 @@ export function knownJob(raw: RawJob, version: string, ctx: ModelContext): Known
 
 /**
  * A known job judged again at this read, its stats unchanged but for `seenAt` (read with the
- * version, as a node's minute refresh writes it alone): the same object when nothing in its
+ * version, as a node's minute refresh changes it alone): the same object when nothing in its
  * status moved (most jobs at most reads), else one with its new state, settings, lease and
  * `lastRegisteredAt`.
  */

@@ -5,8 +5,8 @@
  * round trip, the first with every instance's heartbeat and the job sets of the digests. Each
  * chunk's jobs are built as it is answered, so a read holds one chunk's raw hashes at a time.
  * A node's reads keep what they found (`known.ts`): a job read before has only its stats'
- * version and `seenAt` read (a node's minute refresh writes `seenAt` alone and leaves the
- * version), and its stats again only when the version moved (one more round trip for the chunk).
+ * version and `seenAt` read (a node's minute refresh changes `seenAt` alone and leaves
+ * the version), and its stats again only when the version moved (one more round trip for the chunk).
  * On a Redis Cluster each round trip is one pipeline per slot, sent together.
  * @module
  */

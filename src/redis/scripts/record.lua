@@ -48,11 +48,11 @@
                                             running marker when it is that run: one record
                                             per token, and per tick
 
-  Every applied batch that writes the stats hash or the instance's row raises its `version` (an integer; one that
+  Every applied batch that changes the stats hash or the instance's row raises its `version` (an integer; one that
   holds anything else starts again at 1): a node that read the job's stats before reads them
-  again only when it moved (see src/status/read.ts). A batch that writes `seenAt` alone (a
-  node's minute refresh of a job that did not run) leaves it: the readers read `seenAt` with
-  the version.
+  again only when it moved (see src/status/read.ts). A batch that changes no field but
+  `seenAt` (a node's minute refresh, which writes the job's description again as it was)
+  leaves it: the readers read `seenAt` with the version.
 
   Output: one reply per job, in input order (each job is applied on its own):
     {'applied', streak} its batch was applied; streak is the job's failing streak before
@@ -196,6 +196,22 @@ function Hash:write()
   redis.call('HSET', self.key, unpack(args))
 end
 
+-- The fields of `fields` (a table of field -> string), added to `into`: fields whose stored
+-- value is read, so that a write of the same value is known to change nothing.
+local function named(fields, into)
+  if type(fields) ~= 'table' then return end
+  for field in pairs(fields) do into[#into + 1] = field end
+end
+
+-- Whether the hash's writes change a field but `except`: a field written with the value it
+-- holds changes nothing; one whose stored value was not read counts as changed.
+function Hash:changes(except)
+  for _, field in ipairs(self.order) do
+    if field ~= except and self.out[field] ~= self.stored[field] then return true end
+  end
+  return false
+end
+
 -- The fields of `fields` (a table of field -> number) that are added to.
 local function counted(fields, into)
   if type(fields) ~= 'table' then return end
@@ -336,6 +352,8 @@ local function apply(statsKey, instancesKey, runsKey, stateKey, writersKey, writ
   -- that grew with the number of nodes). An instance's own row is its writer's alone.
   if init then reads[#reads + 1] = 'createdAt' end
   reads[#reads + 1] = 'version'
+  named(batch.define, reads)
+  named(batch.set, reads)
 
   local stats = hash(statsKey, '', reads)
   if not stats then return corrupt(statsKey, 'hash') end
@@ -364,6 +382,7 @@ local function apply(statsKey, instancesKey, runsKey, stateKey, writersKey, writ
   if instPrefix then
     local instReads = {}
     counted(inst.incr, instReads)
+    named(inst.set, instReads)
     if init then
       -- The row's fields to create are read with the rest: one HMGET.
       for _, field in ipairs(INSTANCE_COUNTERS) do instReads[#instReads + 1] = field end
@@ -390,8 +409,7 @@ local function apply(statsKey, instancesKey, runsKey, stateKey, writersKey, writ
     -- A writer's first batch of this job (a node started): forget writers long gone.
     forgetWriters(writersKey, nowMs - keepMs)
   end
-  local refreshOnly = #stats.order == 1 and stats.order[1] == 'seenAt'
-  if (#stats.order > 0 and not refreshOnly) or (row and #row.order > 0) then stats:bump('version') end
+  if stats:changes('seenAt') or (row and row:changes('seenAt')) then stats:bump('version') end
   stats:write()
   if row then row:write() end
   if #stateWrites > 0 then redis.call('HSET', stateKey, unpack(stateWrites)) end
