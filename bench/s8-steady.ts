@@ -1,0 +1,68 @@
+/**
+ * What S8 costs Redis at steady state: three `leasehold start` nodes of S8's jobs module
+ * (100,000 jobs, 1,000 every 10 s; `BENCH_S8_JOBS`, `BENCH_S8_FAST`), pages asked every 50 ms,
+ * and from 45 s after the start (`BENCH_S8_STEADY_FROM`) for 120 s (`BENCH_S8_STEADY_SECONDS`,
+ * two minute refreshes), Redis's CPU and its commands from `INFO commandstats`: the status reads'
+ * (`HGETALL`, `HMGET`, `GET`, `PTTL`) and the scripts' (`EVALSHA`).
+ *
+ *   npm run build && npx tsx bench/s8-steady.ts
+ * @module
+ */
+import { spawn } from 'node:child_process';
+import { get } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { freePort, startRedis } from '../test/helpers/redis.js';
+import { ROOT } from './cluster.js';
+
+const env = process.env;
+const jobs = env['BENCH_S8_JOBS'] ?? '100000';
+const fromS = Number(env['BENCH_S8_STEADY_FROM'] ?? 45);
+const seconds = Number(env['BENCH_S8_STEADY_SECONDS'] ?? 120);
+
+const redis = await startRedis();
+const client = redis.client();
+const ports = await Promise.all([0, 1, 2].map(() => freePort()));
+const nodes = ports.map((port, i) =>
+  spawn(process.execPath, [`${ROOT}bin/leasehold.js`, 'start', '--jobs', 'bench/workers/s8-jobs.mjs'], {
+    cwd: ROOT,
+    stdio: 'ignore',
+    env: { ...env, REDIS_URL: redis.url, BENCH_REDIS_URL: redis.url, LEASEHOLD_PREFIX: 's8', LEASEHOLD_INSTANCE_ID: `s8-${i}`, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', BENCH_JOBS: jobs, BENCH_FAST: env['BENCH_S8_FAST'] ?? '1000' },
+  }),
+);
+let paging = true;
+try {
+  void (async () => {
+    for (let i = 0; paging; i++) {
+      const cursor = Buffer.from(`job-${String((i * 2_000) % Number(jobs)).padStart(6, '0')}`).toString('base64url');
+      await new Promise<void>((resolve) => {
+        const req = get({ host: '127.0.0.1', port: ports[i % ports.length], path: `/manage/jobs?limit=100&cursor=${cursor}` }, (res) => {
+          res.resume();
+          res.on('end', resolve);
+        });
+        req.on('error', () => resolve());
+      });
+      await sleep(50);
+    }
+  })();
+  const cpu = async (): Promise<number> => {
+    const info = await client.info('cpu');
+    return Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1]) + Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]);
+  };
+  await sleep(fromS * 1_000);
+  await client.config('RESETSTAT');
+  const before = await cpu();
+  await sleep(seconds * 1_000);
+  const used = (await cpu()) - before;
+  const stats = await client.info('commandstats');
+  const of = (command: string): string => {
+    const m = new RegExp(`cmdstat_${command}:calls=(\\d+),usec=(\\d+)`).exec(stats);
+    return m ? `${command} ${Number(m[1]).toLocaleString('en')} calls, ${(Number(m[2]) / 1e6).toFixed(2)} s` : `${command} none`;
+  };
+  const total = [...stats.matchAll(/calls=(\d+)/g)].reduce((sum, m) => sum + Number(m[1]), 0);
+  console.log(`S8 at steady state, ${seconds} s from ${fromS} s after the start: Redis CPU ${used.toFixed(1)} s, ${total.toLocaleString('en')} commands`);
+  for (const c of ['hgetall', 'hmget', 'get', 'pttl', 'evalsha']) console.log(`  ${of(c)}`);
+} finally {
+  paging = false;
+  for (const n of nodes) n.kill('SIGKILL');
+  await redis.stop();
+}
