@@ -85,7 +85,7 @@ describe('status reads of a node that read before', () => {
     assert.deepEqual(byId(second, unchanged), byId(first, unchanged));
   });
 
-  it('reads no stats again for a minute refresh that writes seenAt alone, and shows every job\'s new lastRegisteredAt at the next read', async () => {
+  it('reads no stats again for a minute refresh that changes seenAt alone, and shows every job\'s new lastRegisteredAt at the next read', async () => {
     const { k, ids, define, record, read } = await installation(600);
     const first = await read();
     const version = await redis.hget(k.stats('job-5'), 'version');
@@ -102,6 +102,24 @@ describe('status reads of a node that read before', () => {
     assert.ok(whole < 120, `HGETALL of ${whole} jobs' stats`);
     // The rest of a job's status is as it was.
     assert.deepEqual({ ...byId(second, 'job-5'), lastRegisteredAt: null }, { ...byId(first, 'job-5'), lastRegisteredAt: null });
+  });
+
+  it('gives a stats hash with no version (an older release wrote it) one at its next refresh, and a refresh that changes a field or makes a row raises it', async () => {
+    const { k, define, record } = await installation(3);
+    const refresh = (id: string, set: Record<string, string> = {}, extra: Partial<RecordBatch> = {}) =>
+      record(id, { init: true, createdAt: iso(Date.now()), define, set: { invalidCause: '', seenAt: iso(Date.now()), ...set }, ...extra });
+    const version = (id: string) => redis.hget(k.stats(id), 'version');
+    // Written by a release that kept no version: read whole at every read until it has one.
+    await redis.hdel(k.stats('job-0'), 'version');
+    await refresh('job-0');
+    assert.equal(await version('job-0'), '1', 'the refresh gave it a version');
+    const before = await version('job-1');
+    await refresh('job-1', { invalidCause: 'bad zone' });
+    assert.equal(Number(await version('job-1')), Number(before) + 1, 'a new invalid cause raises it');
+    // A node's row made by its refresh alone (pruned while the node was cut off): a row the status shows.
+    const before2 = await version('job-2');
+    await record('job-2', { inst: { id: 'node-b', set: { seenAt: iso(Date.now()) } } });
+    assert.equal(Number(await version('job-2')), Number(before2) + 1, 'a new row raises it');
   });
 
   it('shows what a claim counts: a claimed skip, and a run found lost', async () => {

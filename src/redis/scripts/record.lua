@@ -204,10 +204,12 @@ local function named(fields, into)
 end
 
 -- Whether the hash's writes change a field but `except`: a field written with the value it
--- holds changes nothing; one whose stored value was not read counts as changed.
+-- holds changes nothing; one whose stored value was not read counts as changed, and so does
+-- `except` where it was absent (it makes a row, or a hash, of its own).
 function Hash:changes(except)
   for _, field in ipairs(self.order) do
-    if field ~= except and self.out[field] ~= self.stored[field] then return true end
+    local stored = self.stored[field]
+    if self.out[field] ~= stored and (field ~= except or not stored) then return true end
   end
   return false
 end
@@ -409,7 +411,10 @@ local function apply(statsKey, instancesKey, runsKey, stateKey, writersKey, writ
     -- A writer's first batch of this job (a node started): forget writers long gone.
     forgetWriters(writersKey, nowMs - keepMs)
   end
-  if stats:changes('seenAt') or (row and row:changes('seenAt')) then stats:bump('version') end
+  -- A hash an older release wrote has no version: it gets one at its next write, the minute
+  -- refresh at the latest, and is read whole until then.
+  local unversioned = #stats.order > 0 and tonumber(stats:get('version')) == nil
+  if unversioned or stats:changes('seenAt') or (row and row:changes('seenAt')) then stats:bump('version') end
   stats:write()
   if row then row:write() end
   if #stateWrites > 0 then redis.call('HSET', stateKey, unpack(stateWrites)) end
