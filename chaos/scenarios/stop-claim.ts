@@ -5,10 +5,14 @@
  * tick that runs nowhere and is counted nowhere is lost silently.
  *
  * Made deterministic: the other node is frozen over the tick (so the stopping node's claim
- * is the first), and Redis is stalled from just before the tick to 0.4 s after it.
+ * is the first), and Redis is stalled from before the earliest moment the claim may be sent
+ * (a claim goes out up to MAX_CLAIM_LEAD_MS ahead of its tick, as far as the last answers
+ * took) to 0.4 s after the tick. A stall that began later let a claim sent early be answered
+ * before the stop, and the node rightly ran that tick.
  * @module
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { MAX_CLAIM_LEAD_MS } from '../../src/runner/claims.js';
 import { Checks } from '../report.js';
 import { readRunLog, startsOf } from '../runlog.js';
 import { compareCounts, duplicates, missedCount, stage, tickCoverage, type Scenario } from '../scenario.js';
@@ -17,7 +21,7 @@ const until = (t: number): Promise<void> => sleep(Math.max(0, t - Date.now()));
 
 export const stopClaim: Scenario = {
   name: 'node stopped during its claim',
-  faults: () => 'SIGTERM to a node while its claim waits on a stalled Redis (0.5 s); the other node frozen over that tick',
+  faults: () => 'SIGTERM to a node while its claim waits on a stalled Redis (0.7 s); the other node frozen over that tick',
   async run(ctx) {
     const c = new Checks();
     const s = await stage(ctx, 'stopclaim', ['tick']);
@@ -26,16 +30,17 @@ export const stopClaim: Scenario = {
       if (!a || !b) throw new Error('nodes did not start');
       const t0 = Date.now();
       await sleep(2_000);
-      // The stall must begin before the tick for the claim to be in flight at the stop.
+      // The stall must begin before the claim is sent for it to be in flight at the stop.
       let tick = 0;
       let stopped: Promise<number | null> | undefined;
       for (let attempt = 0; attempt < 3 && stopped === undefined; attempt++) {
         tick = Math.ceil((Date.now() + 1_000) / 1_000) * 1_000;
-        await until(tick - 200);
+        const stallAt = tick - MAX_CLAIM_LEAD_MS - 50;
+        await until(stallAt - 100);
         s.cluster.freeze(b);
-        await until(tick - 100);
+        await until(stallAt);
         s.redis.pause();
-        if (Date.now() >= tick - 20) {
+        if (Date.now() >= tick - MAX_CLAIM_LEAD_MS - 10) {
           s.redis.resume();
           s.cluster.thaw(b);
           continue;
