@@ -234,13 +234,17 @@ describe('stats writer', () => {
     await redis.quit();
   });
 
-  it("sends an installation job's minute refresh from the one node that refreshes it, an instance job's from every node", async (t) => {
-    const p = prefix();
-    const k = keyNames(p);
-    const clock = new ManualClock(Date.now());
-    const defs = [{ id: 'shared', scope: 'installation', cron: '0 0 * * * *' }, { id: 'own', scope: 'instance', cron: '0 0 * * * *' }];
+  /** The two jobs of the refresh tests, an installation job and an instance job, on a connection of their own and a manual clock. */
+  const refreshCase = async (t: { after(fn: () => unknown): void }) => {
+    const k = keyNames(prefix());
     const redis = await conn();
     t.after(() => redis.quit());
+    const defs = [{ id: 'shared', scope: 'installation', cron: '0 0 * * * *' }, { id: 'own', scope: 'instance', cron: '0 0 * * * *' }];
+    return { k, redis, defs, clock: new ManualClock(Date.now()) };
+  };
+
+  it("sends an installation job's minute refresh from the one node that refreshes it, an instance job's from every node", async (t) => {
+    const { k, redis, defs, clock } = await refreshCase(t);
     const writers = ['node-a', 'node-b'].map((id) => new StatsWriter({ core: new FakeCore(id, defs), redis, keys: k, logger: memoryLogger().logger, clock, refreshes: () => id === 'node-a' }));
     // Each writer's batches applied so far, by job: `<instanceId>#<nonce>.seq` -> its highest.
     const seqs = async (job: string): Promise<Record<string, number>> =>
@@ -268,12 +272,7 @@ describe('stats writer', () => {
   });
 
   it("a minute refresh of jobs that did not run moves their seenAt and leaves their version, so no node reads their stats again for it", async (t) => {
-    const p = prefix();
-    const k = keyNames(p);
-    const clock = new ManualClock(Date.now());
-    const defs = [{ id: 'shared', scope: 'installation', cron: '0 0 * * * *' }, { id: 'own', scope: 'instance', cron: '0 0 * * * *' }];
-    const redis = await conn();
-    t.after(() => redis.quit());
+    const { k, redis, defs, clock } = await refreshCase(t);
     const writer = new StatsWriter({ core: new FakeCore('node-a', defs), redis, keys: k, logger: memoryLogger().logger, clock, refreshes: () => true });
     const fields = async (job: string) => admin.hmget(k.stats(job), 'version', 'seenAt', 'description', 'invalidCause');
     const until = async (want: () => Promise<boolean>): Promise<void> => {
