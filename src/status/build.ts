@@ -230,9 +230,9 @@ export function knownJob(raw: RawJob, version: string, ctx: ModelContext): Known
  * status moved (most jobs at most reads), else one with its new state, settings, lease and
  * `lastRegisteredAt`.
  */
-export function rejudge(known: KnownJob, now: JobNow, ctx: ModelContext, seenAt?: string): KnownJob {
+export function rejudge(known: KnownJob, now: JobNow, ctx: ModelContext, seenAt: string | undefined): KnownJob {
   const prev = known.status;
-  const registeredAt = seenAt === undefined || seenAt === '' ? null : seenAt;
+  const registeredAt = seenAt || null;
   const seen = registeredAt === prev.lastRegisteredAt;
   const k = seen ? known : { ...known, seenAt: time(seenAt) };
   const rows = liveRows(prev.instances, ctx.live);

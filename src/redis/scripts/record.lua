@@ -337,6 +337,10 @@ local function apply(statsKey, instancesKey, runsKey, stateKey, writersKey, writ
 
   local reads = {}
   counted(batch.incr, reads)
+  -- A batch that adds to a counter changes the hash whatever else it sets: only one that adds
+  -- nothing (a minute refresh, a next due time) has the values it sets compared with the
+  -- stored ones, so a run's record reads no more than before.
+  local counts = #reads > 0
   local last = batch.last
   local hasLast = type(last) == 'table' and type(last.lastStartedAt) == 'string'
   if hasLast then reads[#reads + 1] = 'lastStartedAt' end
@@ -354,8 +358,10 @@ local function apply(statsKey, instancesKey, runsKey, stateKey, writersKey, writ
   -- that grew with the number of nodes). An instance's own row is its writer's alone.
   if init then reads[#reads + 1] = 'createdAt' end
   reads[#reads + 1] = 'version'
-  named(batch.define, reads)
-  named(batch.set, reads)
+  if not counts then
+    named(batch.define, reads)
+    named(batch.set, reads)
+  end
 
   local stats = hash(statsKey, '', reads)
   if not stats then return corrupt(statsKey, 'hash') end
@@ -384,7 +390,7 @@ local function apply(statsKey, instancesKey, runsKey, stateKey, writersKey, writ
   if instPrefix then
     local instReads = {}
     counted(inst.incr, instReads)
-    named(inst.set, instReads)
+    if #instReads == 0 then named(inst.set, instReads) end
     if init then
       -- The row's fields to create are read with the rest: one HMGET.
       for _, field in ipairs(INSTANCE_COUNTERS) do instReads[#instReads + 1] = field end
