@@ -13,15 +13,14 @@
  *   npm run build && node --experimental-websocket --import tsx bench/s8-heap.ts   (Node 20)
  * @module
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
-import { get } from 'node:http';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { freePort, startRedis } from '../test/helpers/redis.js';
 import { ROOT } from './cluster.js';
+import { keepPaging, spawnS8Node } from './s8.js';
 
 interface ProfileNode {
   readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number };
@@ -77,16 +76,6 @@ function print(name: string, p: HeapProfile): void {
   console.log(top(inclusive, 25, (s) => / (dist|src)\//.test(s)).join('\n'));
 }
 
-function request(port: number, path: string): Promise<void> {
-  return new Promise((resolve) => {
-    const req = get({ host: '127.0.0.1', port, path }, (res) => {
-      res.resume();
-      res.on('end', resolve);
-    });
-    req.on('error', () => resolve());
-  });
-}
-
 if (typeof WebSocket === 'undefined') {
   console.error('bench/s8-heap.ts talks to the node\'s inspector over a WebSocket: run it on Node 22 or later, or with node --experimental-websocket --import tsx');
   process.exit(1);
@@ -94,14 +83,8 @@ if (typeof WebSocket === 'undefined') {
 const redis = await startRedis();
 const inspectPort = await freePort();
 const ports = await Promise.all([0, 1, 2].map(() => freePort()));
-const nodes: ChildProcess[] = ports.map((port, i) =>
-  spawn(process.execPath, [...(i === 0 ? [`--inspect-brk=127.0.0.1:${inspectPort}`] : []), `${ROOT}bin/leasehold.js`, 'start', '--jobs', 'bench/workers/s8-jobs.mjs'], {
-    cwd: ROOT,
-    stdio: 'ignore',
-    env: { ...env, REDIS_URL: redis.url, BENCH_REDIS_URL: redis.url, LEASEHOLD_PREFIX: 's8', LEASEHOLD_INSTANCE_ID: `s8-${i}`, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', BENCH_JOBS: jobs, BENCH_FAST: fast },
-  }),
-);
-let paging = true;
+const nodes = ports.map((port, i) => spawnS8Node(redis.url, i, port, { jobs, fast, output: 'ignore', ...(i === 0 ? { flags: [`--inspect-brk=127.0.0.1:${inspectPort}`] } : {}) }));
+let stopPaging = (): void => undefined;
 try {
   let target: string | undefined;
   for (let i = 0; i < 50 && target === undefined; i++) {
@@ -136,13 +119,7 @@ try {
     const kb = /^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
     rss.push(`${Math.round((Date.now() - t0) / 1000)} s ${Math.round(Number(kb) / 1024)} MB`);
   }, 5_000);
-  void (async () => {
-    for (let i = 0; paging; i++) {
-      const cursor = Buffer.from(`job-${String((i * 2_000) % Number(jobs)).padStart(6, '0')}`).toString('base64url');
-      await request(ports[i % ports.length] ?? 0, `/manage/jobs?limit=100&cursor=${cursor}`);
-      await sleep(50);
-    }
-  })();
+  stopPaging = keepPaging(ports, Number(jobs));
   const take = async (name: string, untilS: number): Promise<void> => {
     await sleep(Math.max(0, untilS * 1_000 - (Date.now() - t0)));
     const { profile } = (await send('HeapProfiler.stopSampling')) as { profile: HeapProfile };
@@ -156,7 +133,7 @@ try {
   console.log(`\nRSS of the profiled node: ${rss.join(', ')}`);
   ws.close();
 } finally {
-  paging = false;
+  stopPaging();
   for (const n of nodes) n.kill('SIGKILL');
   await redis.stop();
 }

@@ -8,11 +8,9 @@
  *   npm run build && npx tsx bench/s8-steady.ts
  * @module
  */
-import { spawn } from 'node:child_process';
-import { get } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort, startRedis } from '../test/helpers/redis.js';
-import { ROOT } from './cluster.js';
+import { keepPaging, spawnS8Node } from './s8.js';
 
 const env = process.env;
 const jobs = env['BENCH_S8_JOBS'] ?? '100000';
@@ -22,28 +20,9 @@ const seconds = Number(env['BENCH_S8_STEADY_SECONDS'] ?? 120);
 const redis = await startRedis();
 const client = redis.client();
 const ports = await Promise.all([0, 1, 2].map(() => freePort()));
-const nodes = ports.map((port, i) =>
-  spawn(process.execPath, [`${ROOT}bin/leasehold.js`, 'start', '--jobs', 'bench/workers/s8-jobs.mjs'], {
-    cwd: ROOT,
-    stdio: 'ignore',
-    env: { ...env, REDIS_URL: redis.url, BENCH_REDIS_URL: redis.url, LEASEHOLD_PREFIX: 's8', LEASEHOLD_INSTANCE_ID: `s8-${i}`, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', BENCH_JOBS: jobs, BENCH_FAST: env['BENCH_S8_FAST'] ?? '1000' },
-  }),
-);
-let paging = true;
+const nodes = ports.map((port, i) => spawnS8Node(redis.url, i, port, { jobs, fast: env['BENCH_S8_FAST'] ?? '1000', output: 'ignore' }));
+const stopPaging = keepPaging(ports, Number(jobs));
 try {
-  void (async () => {
-    for (let i = 0; paging; i++) {
-      const cursor = Buffer.from(`job-${String((i * 2_000) % Number(jobs)).padStart(6, '0')}`).toString('base64url');
-      await new Promise<void>((resolve) => {
-        const req = get({ host: '127.0.0.1', port: ports[i % ports.length], path: `/manage/jobs?limit=100&cursor=${cursor}` }, (res) => {
-          res.resume();
-          res.on('end', resolve);
-        });
-        req.on('error', () => resolve());
-      });
-      await sleep(50);
-    }
-  })();
   const cpu = async (): Promise<number> => {
     const info = await client.info('cpu');
     return Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1]) + Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]);
@@ -62,7 +41,7 @@ try {
   console.log(`S8 at steady state, ${seconds} s from ${fromS} s after the start: Redis CPU ${used.toFixed(1)} s, ${total.toLocaleString('en')} commands`);
   for (const c of ['hgetall', 'hmget', 'get', 'pttl', 'evalsha']) console.log(`  ${of(c)}`);
 } finally {
-  paging = false;
+  stopPaging();
   for (const n of nodes) n.kill('SIGKILL');
   await redis.stop();
 }

@@ -51,14 +51,48 @@ interface Node {
   readonly started: Promise<number>;
 }
 
-function startNode(redisUrl: string, index: number, port: number, env: Record<string, string>): Node {
-  const spawnedAt = Date.now();
-  const child = spawn(process.execPath, [`${ROOT}bin/leasehold.js`, 'start', '--jobs', 'bench/workers/s8-jobs.mjs'], {
+/** What an S8 node runs: `jobs` jobs of bench/workers/s8-jobs.mjs, `fast` of them every 10 s. */
+export interface S8NodeOptions {
+  readonly jobs: number | string;
+  readonly fast: number | string;
+  /** Node's own flags (an inspector, say). */
+  readonly flags?: readonly string[];
+  /** Its output piped (to wait for its start) or dropped. */
+  readonly output?: 'pipe' | 'ignore';
+}
+
+/** Spawns S8 node `index` (instance `s8-<index>`) on `port`; it is killed when this process exits. */
+export function spawnS8Node(redisUrl: string, index: number, port: number, opts: S8NodeOptions): ChildProcess {
+  const child = spawn(process.execPath, [...(opts.flags ?? []), `${ROOT}bin/leasehold.js`, 'start', '--jobs', 'bench/workers/s8-jobs.mjs'], {
     cwd: ROOT,
-    env: { ...process.env, REDIS_URL: redisUrl, BENCH_REDIS_URL: redisUrl, LEASEHOLD_PREFIX: 's8', LEASEHOLD_INSTANCE_ID: `s8-${index}`, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, REDIS_URL: redisUrl, BENCH_REDIS_URL: redisUrl, LEASEHOLD_PREFIX: 's8', LEASEHOLD_INSTANCE_ID: `s8-${index}`, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', BENCH_JOBS: String(opts.jobs), BENCH_FAST: String(opts.fast) },
+    stdio: ['ignore', opts.output ?? 'pipe', opts.output ?? 'pipe'],
   });
   process.once('exit', () => child.kill('SIGKILL'));
+  return child;
+}
+
+/**
+ * Asks the nodes on `ports` for pages of 100 jobs, round robin, every 50 ms, each at another
+ * cursor over `jobs` jobs, until the returned function is called.
+ */
+export function keepPaging(ports: readonly number[], jobs: number): () => void {
+  let paging = true;
+  void (async () => {
+    for (let i = 0; paging; i++) {
+      const cursor = Buffer.from(`job-${String((i * 2_000) % jobs).padStart(6, '0')}`).toString('base64url');
+      await request(ports[i % ports.length] ?? 0, `/manage/jobs?limit=100&cursor=${cursor}`).catch(() => undefined);
+      await sleep(50);
+    }
+  })();
+  return () => {
+    paging = false;
+  };
+}
+
+function startNode(redisUrl: string, index: number, port: number, jobs: number, fast: number): Node {
+  const spawnedAt = Date.now();
+  const child = spawnS8Node(redisUrl, index, port, { jobs, fast });
   let out = '';
   const started = new Promise<number>((resolve, reject) => {
     const onData = (d: Buffer): void => {
@@ -105,7 +139,7 @@ export async function runS8(env: NodeJS.ProcessEnv, log: (line: string) => void)
   const usedMemory = async (): Promise<number> => Number(/^used_memory:(\d+)/m.exec(await client.info('memory'))?.[1] ?? 0);
   const emptyBytes = await usedMemory();
   log(`S8: ${jobs} jobs (${fast} every 10 s) on ${nodes} nodes`);
-  const procs = ports.map((port, i) => startNode(redis.url, i, port, { BENCH_JOBS: String(jobs), BENCH_FAST: String(fast) }));
+  const procs = ports.map((port, i) => startNode(redis.url, i, port, jobs, fast));
   try {
     const startMs = await Promise.all(procs.map((p) => p.started));
     log(`S8: nodes started in ${startMs.join(', ')} ms`);
