@@ -13,18 +13,9 @@ import { join } from 'node:path';
 import { run } from 'node:test';
 import { spec } from 'node:test/reporters';
 
-/** Every `*.test.ts` under `dir`, sorted. */
-function testFiles(dir) {
-  const found = [];
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) found.push(...testFiles(path));
-    else if (entry.name.endsWith('.test.ts')) found.push(path);
-  }
-  return found.sort();
-}
-
-const files = process.argv.length > 2 ? process.argv.slice(2) : testFiles('test');
+const files = process.argv.length > 2
+  ? process.argv.slice(2)
+  : readdirSync('test', { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.test.ts')).map((f) => join('test', f)).sort();
 // The mark is for the files' processes; NODE_OPTIONS reaches them (and what they start).
 process.env['LEASEHOLD_TEST_FILE'] = '1';
 process.env['NODE_OPTIONS'] = `${process.env['NODE_OPTIONS'] ?? ''} --import ${new URL('./test-exit.mjs', import.meta.url).href}`.trim();
