@@ -67,7 +67,8 @@ function dropped(metrics: string, job: string): number {
   return m ? Number(m[1]) : 0;
 }
 
-describe('a key of the wrong type', () => {
+// Each test has a prefix of its own on the shared Redis, and waits in real time: they run together.
+describe('a key of the wrong type', { concurrency: true }, () => {
   let server: TestRedis;
   let cli: Redis;
   before(async () => {
