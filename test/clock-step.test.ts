@@ -5,7 +5,7 @@
  * period within one period plus 1 s across the step (measured on CLOCK_MONOTONIC); the step
  * is logged once with its size.
  */
-import { test, before, after } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -121,7 +121,10 @@ after(async () => {
   await redis.stop();
 });
 
-test('one node without Redis, wall clock stepped back an hour: every job keeps its period', { skip }, () => stepScenario('-1h', undefined, 1));
-test('one node without Redis, wall clock stepped forward an hour: every job keeps its period, no burst', { skip }, () => stepScenario('+1h', undefined, 1));
-test('three nodes with Redis, one wall clock stepped back an hour: every job keeps its period, every installation tick runs once', { skip }, () => stepScenario('-1h', redis, 3));
-test('one node with Redis, wall clock stepped forward an hour: every job keeps its period', { skip }, () => stepScenario('+1h', redis, 1));
+// Each scenario has nodes, a prefix and a time file of its own, and waits in real time: they run together.
+describe('a wall clock stepped by an hour', { concurrency: true }, () => {
+  test('one node without Redis, wall clock stepped back an hour: every job keeps its period', { skip }, () => stepScenario('-1h', undefined, 1));
+  test('one node without Redis, wall clock stepped forward an hour: every job keeps its period, no burst', { skip }, () => stepScenario('+1h', undefined, 1));
+  test('three nodes with Redis, one wall clock stepped back an hour: every job keeps its period, every installation tick runs once', { skip }, () => stepScenario('-1h', redis, 3));
+  test('one node with Redis, wall clock stepped forward an hour: every job keeps its period', { skip }, () => stepScenario('+1h', redis, 1));
+});
