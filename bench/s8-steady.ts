@@ -3,14 +3,17 @@
  * (100,000 jobs, 1,000 every 10 s; `BENCH_S8_JOBS`, `BENCH_S8_FAST`), pages asked every 50 ms,
  * and from 45 s after the start (`BENCH_S8_STEADY_FROM`) for 120 s (`BENCH_S8_STEADY_SECONDS`,
  * two minute refreshes), Redis's CPU and its commands from `INFO commandstats`: the status reads'
- * (`HGETALL`, `HMGET`, `GET`, `PTTL`) and the scripts' (`EVALSHA`).
+ * (`HGETALL`, `HMGET`, `GET`, `PTTL`) and the scripts' (`EVALSHA`); and each node's RSS, read every
+ * 5 s over the window (its median and its peak: one reading moves with the moment of V8's
+ * collections).
  *
  *   npm run build && npx tsx bench/s8-steady.ts
  * @module
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort, startRedis } from '../test/helpers/redis.js';
-import { keepPaging, spawnS8Node } from './s8.js';
+import { median } from './s6.js';
+import { keepPaging, rssMb, spawnS8Node } from './s8.js';
 
 const env = process.env;
 const jobs = env['BENCH_S8_JOBS'] ?? '100000';
@@ -30,7 +33,11 @@ try {
   await sleep(fromS * 1_000);
   await client.config('RESETSTAT');
   const before = await cpu();
-  await sleep(seconds * 1_000);
+  const rss = nodes.map(() => [] as number[]);
+  for (let t = 0; t < seconds; t += 5) {
+    await sleep(Math.min(5, seconds - t) * 1_000);
+    nodes.forEach((n, i) => rss[i]?.push(rssMb(n.pid)));
+  }
   const used = (await cpu()) - before;
   const stats = await client.info('commandstats');
   const of = (command: string): string => {
@@ -40,6 +47,7 @@ try {
   const total = [...stats.matchAll(/calls=(\d+)/g)].reduce((sum, m) => sum + Number(m[1]), 0);
   console.log(`S8 at steady state, ${seconds} s from ${fromS} s after the start: Redis CPU ${used.toFixed(1)} s, ${total.toLocaleString('en')} commands`);
   for (const c of ['hgetall', 'hmget', 'get', 'pttl', 'evalsha']) console.log(`  ${of(c)}`);
+  console.log(`  RSS per node, median and peak of readings every 5 s: ${rss.map((r) => `${median(r)} and ${Math.max(...r)} MB`).join('; ')}`);
 } finally {
   stopPaging();
   for (const n of nodes) n.kill('SIGKILL');

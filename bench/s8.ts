@@ -106,7 +106,8 @@ function startNode(redisUrl: string, index: number, port: number, jobs: number, 
   return { child, port, spawnedAt, started };
 }
 
-function rssMb(pid: number | undefined): number {
+/** A process's resident set, MB. */
+export function rssMb(pid: number | undefined): number {
   const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return Math.round(Number(m?.[1] ?? 0) / 1024);
 }
