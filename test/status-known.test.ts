@@ -178,6 +178,19 @@ describe('status reads of a node that read before', () => {
     for (let i = 0; i < 3; i++) assert.equal(byId(await read(), 'job-3').lease?.holder, 'node-a', `read ${i + 1} after the change back`);
   });
 
+  it('keeps each unchanged job\'s status as the same object through its turns to be read whole: a read makes no new status for a job that did not change', async () => {
+    const { ids, record, read } = await installation(50);
+    const first = await read();
+    let last = first;
+    // Ten reads: every job has its turn to be read whole at least once.
+    for (let i = 0; i < 10; i++) last = await read();
+    for (const id of ids) assert.equal(byId(last, id), byId(first, id), `${id} is the object the first read made`);
+    await record('job-7', succeeded(Date.now()));
+    const after = await read();
+    assert.notEqual(byId(after, 'job-7'), byId(first, 'job-7'));
+    assert.equal(byId(after, 'job-7').runs, 1);
+  });
+
   it('shows a job forgotten and registered again with its fresh counters', async () => {
     const { k, record, register, read } = await installation(2);
     await record('job-0', succeeded(Date.now()));

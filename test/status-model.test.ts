@@ -161,7 +161,7 @@ describe('status model', () => {
     assert.equal(status.jobs[1]?.runs, 0);
   });
 
-  it('reads 1,000 jobs with four commands each, chunk after chunk, every job once and in order', async () => {
+  it('reads 1,000 jobs with three commands each and a lease\'s value only where one exists, chunk after chunk, every job once and in order', async () => {
     const k = fresh();
     const p = redis.pipeline();
     for (let i = 0; i < 1_000; i++) {
@@ -169,6 +169,8 @@ describe('status model', () => {
       p.sadd(k.jobs, id);
       p.hset(k.stats(id), { ...ZERO, scope: i % 2 ? 'instance' : 'installation', scheduleKind: 'cron', schedule: '0 * * * * *', zone: 'UTC', intervalMs: '60000', runs: String(i), createdAt: iso(now), seenAt: iso(now) });
       if (i % 2) p.hset(k.instanceStats(id), { 'n1.runs': '1', 'n2.runs': '2' });
+      // Ten installation jobs running, spread over the chunks.
+      if (i % 100 === 0) p.set(k.lease(id), `node-${i} since 2026-03-01T10:00:00.000Z tick 2026-03-01T10:00:00.000Z token ${i + 1}`, 'PX', 30_000);
     }
     await p.exec();
     const processed = async (): Promise<number> => Number(/total_commands_processed:(\d+)/.exec(await redis.info('stats'))?.[1]);
@@ -176,9 +178,12 @@ describe('status model', () => {
     const s = await readCluster(redis, k);
     const after = await processed();
     assert.equal(s.jobs.length, 1_000);
-    assert.equal(after - before - 1, 5 + 4 * 1_000, 'four commands per job, nothing per job besides');
+    assert.equal(after - before - 1, 5 + 3 * 1_000 + 10, 'three commands per job and a GET per lease, nothing per job besides');
     assert.deepEqual(s.jobs.map((j) => j.runs), Array.from({ length: 1_000 }, (_, i) => i), 'each job built from its own replies, across the chunks');
     assert.deepEqual(s.jobs.filter((j) => j.instances.length > 0).length, 500, 'the instance jobs keep their rows in every chunk');
+    const running = s.jobs.filter((j) => j.lease !== null);
+    assert.deepEqual(running.map((j) => [j.id, j.lease?.holder, j.lease?.fencingToken]), Array.from({ length: 10 }, (_, n) => [`bulk-${String(n * 100).padStart(4, '0')}`, `node-${n * 100}`, n * 100 + 1]));
+    assert.ok(running.every((j) => (j.lease?.ttlMs ?? 0) > 25_000), 'each lease with its time to live');
     // How fast it is, is the benchmark's to say (S4: GET /manage/jobs with 1,000 jobs).
   });
 

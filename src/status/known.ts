@@ -5,8 +5,14 @@
  * few. A tenth of the known jobs are read whole at each read in turn, so that a change no version
  * shows (a node of an older version's write, a hand edit with redis-cli) is seen within
  * {@link WHOLE_EVERY} reads.
+ *
+ * The jobs are kept in one map that each read updates in place, and a job read whole that is as
+ * it was keeps the objects kept before: at 100,000 jobs a map made anew per read, and a tenth of
+ * the statuses made anew, outlived the read and filled the old generation with what the next read
+ * replaced.
  * @module
  */
+import { isDeepStrictEqual } from 'node:util';
 import type { KnownJob } from './build.js';
 import type { JobStatus } from './model.js';
 
@@ -20,7 +26,7 @@ function turnOf(id: string): number {
   return h % WHOLE_EVERY;
 }
 
-/** What one read is told of the jobs the read before it found. */
+/** One read's view of the known jobs, and what it found. */
 export interface KnownRead {
   /** The job as the last read left it; undefined when it is new or this read is its turn to be read whole. */
   job(id: string): KnownJob | undefined;
@@ -29,28 +35,61 @@ export interface KnownRead {
    * without per-instance rows, an instance job without a lease.
    */
   scope(id: string): JobStatus['scope'] | undefined;
+  /**
+   * What this read found of a job, kept for the next reads; the job as kept before when it is
+   * equal to it. A job found without a version (`''`) is not kept: the next read reads it whole.
+   */
+  found(id: string, job: KnownJob): KnownJob;
+  /** The read ended having found the jobs `ids`, sorted: the others are forgotten. */
+  end(ids: readonly string[]): void;
 }
 
-/** The jobs the last read found; see the module comment. */
+/** The jobs the reads found; see the module comment. */
 export class KnownJobs {
-  private jobs = new Map<string, KnownJob>();
+  private readonly jobs = new Map<string, KnownJob>();
   private rounds = 0;
 
-  /** A read begins: what it is told of the jobs the last read found, in its own round. */
+  /** A read begins: what it is told of the jobs the reads before found, in its own round. */
   begin(): KnownRead {
     const round = this.rounds++;
     const jobs = this.jobs;
+    let kept = 0;
     return {
       job: (id) => {
         const known = jobs.get(id);
         return known !== undefined && (turnOf(id) + round) % WHOLE_EVERY !== 0 ? known : undefined;
       },
       scope: (id) => jobs.get(id)?.status.scope,
+      found: (id, job) => {
+        if (job.version === '') {
+          jobs.delete(id);
+          return job;
+        }
+        const before = jobs.get(id);
+        const keep = before !== undefined && before !== job && before.version === job.version && isDeepStrictEqual(job, before) ? before : job;
+        jobs.set(id, keep);
+        kept++;
+        return keep;
+      },
+      end: (ids) => {
+        // Every job kept was found by this read unless some are gone (rare: a job forgotten).
+        if (jobs.size <= kept) return;
+        for (const id of jobs.keys()) if (!hasSorted(ids, id)) jobs.delete(id);
+      },
     };
   }
+}
 
-  /** A read ended: what it found replaces what was kept (jobs it did not find are forgotten). */
-  keep(jobs: Map<string, KnownJob>): void {
-    this.jobs = jobs;
+/** Whether the sorted `ids` hold `id` (a binary search: no set of 100,000 ids made for it). */
+function hasSorted(ids: readonly string[], id: string): boolean {
+  let lo = 0;
+  let hi = ids.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const at = ids[mid] as string;
+    if (at === id) return true;
+    if (at < id) lo = mid + 1;
+    else hi = mid;
   }
+  return false;
 }

@@ -1,7 +1,8 @@
 /**
  * Reads the cluster's status straight from Redis in pipelined round trips: first the job set,
  * the settings hash, the instance set, the nodes' digests and Redis time; then every job's
- * stats, per-instance rows (instance jobs) and lease (installation jobs), {@link READ_CHUNK} jobs a
+ * stats, per-instance rows (instance jobs) and lease (installation jobs: its time to live, and
+ * its value only where it exists, with the stats that moved), {@link READ_CHUNK} jobs a
  * round trip, the first with every instance's heartbeat and the job sets of the digests. Each
  * chunk's jobs are built as it is answered, so a read holds one chunk's raw hashes at a time.
  * A node's reads keep what they found (`known.ts`): a job read before has only its stats'
@@ -39,13 +40,27 @@ const READ_CHUNK = 250;
 /** What is read of one job's stats hash: all of it, its version alone, or nothing. */
 type StatsRead = 'whole' | 'version' | 'none';
 
+/**
+ * What is read of one job's lease: its value and time to live, its time to live alone (most
+ * jobs hold no lease at a given moment: their value is read only when it exists), its value
+ * alone, or nothing.
+ */
+type LeaseRead = 'both' | 'pttl' | 'value' | 'none';
+
 /** Queues the reads of one job: its stats, its per-instance rows, its lease. */
-function queueJob(r: Reads, keys: Keys, id: string, stats: StatsRead, rows: boolean, lease: boolean): void {
+function queueJob(r: Reads, keys: Keys, id: string, stats: StatsRead, rows: boolean, lease: LeaseRead): void {
   const key = keys.stats(id);
   if (stats === 'whole') r.add(key, (p) => p.hgetall(key));
   else if (stats === 'version') r.add(key, (p) => p.hmget(key, 'version', 'createdAt', 'seenAt'));
   if (rows) r.add(key, (p) => p.hgetall(keys.instanceStats(id)));
-  if (lease) r.add(key, (p) => p.get(keys.lease(id)).pttl(keys.lease(id)));
+  if (lease === 'both') r.add(key, (p) => p.get(keys.lease(id)).pttl(keys.lease(id)));
+  else if (lease === 'pttl') r.add(key, (p) => p.pttl(keys.lease(id)));
+  else if (lease === 'value') r.add(key, (p) => p.get(keys.lease(id)));
+}
+
+/** A PTTL's reply for a key that exists (with a time to live, or -1 without one). */
+function exists(pttl: unknown): boolean {
+  return typeof pttl === 'number' && pttl !== -2;
 }
 
 /** The settings of the jobs the settings hash does not name (most): one read-only object. */
@@ -54,13 +69,7 @@ const NO_SETTINGS: Record<string, string> = Object.freeze({}) as Record<string, 
 /** Every job and every live instance, as `GET /manage/jobs` returns them. */
 export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOptions = {}): Promise<ClusterStatus> {
   const base = await readBase(redis, keys);
-  const knownBefore = opts.known?.begin();
-  // What is read per job: stats always; per-instance rows unless the last read found an
-  // installation job; the lease unless it found an instance job.
-  const plan = base.jobIds.map((id) => {
-    const scope = knownBefore?.scope(id);
-    return { id, rows: scope !== 'installation', lease: scope !== 'instance' };
-  });
+  const knownRead = opts.known?.begin();
   // The job sets of the nodes' digests (few: the nodes that run the same jobs share one).
   const digests = digestsOf(base.members, base.digests);
   // Jobs with a field in the settings hash (most have none: they share one empty object).
@@ -69,19 +78,23 @@ export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOpti
   // one chunk's wait, not the whole installation's (100,000 jobs are 300,000 commands). The
   // first one also reads the heartbeats and the job sets, so that each chunk's jobs are judged
   // as their replies come: what Redis answered for one chunk is garbage before the next.
-  const known = new Map<string, KnownJob>();
   let ctx: ModelContext | undefined;
   let instances: InstanceStatus[] = [];
   const jobs: JobStatus[] = [];
-  for (let from = 0; from < plan.length || from === 0; from += READ_CHUNK) {
+  for (let from = 0; from < base.jobIds.length || from === 0; from += READ_CHUNK) {
     const r = new Reads();
     if (from === 0) {
       for (const m of base.members) r.add(keys.instance(m), (p) => p.hgetall(keys.instance(m)));
       for (const d of digests) r.add(keys.registered(d), (p) => p.smembers(keys.registered(d)));
     }
-    // A job known from an earlier read has only its version read (see known.ts).
-    const chunk = plan.slice(from, from + READ_CHUNK).map((job) => ({ ...job, before: knownBefore?.job(job.id) }));
-    for (const { id, rows, lease, before } of chunk) queueJob(r, keys, id, before ? 'version' : 'whole', rows && !before, lease);
+    // What is read per job: stats always (a job known from an earlier read has only its version
+    // read, see known.ts); per-instance rows unless the last read found an installation job; the
+    // lease unless it found an instance job.
+    const chunk = base.jobIds.slice(from, from + READ_CHUNK).map((id) => {
+      const scope = knownRead?.scope(id);
+      return { id, rows: scope !== 'installation', lease: scope !== 'instance', before: knownRead?.job(id) };
+    });
+    for (const { id, rows, lease, before } of chunk) queueJob(r, keys, id, before ? 'version' : 'whole', rows && !before, lease ? 'pttl' : 'none');
     const replies = await exec(redis, r);
     let at = 0;
     if (!ctx) {
@@ -108,21 +121,24 @@ export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOpti
         stats = hash(replies[at++]);
         if (rows) instanceFields = hash(replies[at++]);
       }
-      const value = lease ? replies[at++] : null;
       const pttl = lease ? replies[at++] : null;
-      const now: JobNow = { settings: withSettings.has(id) ? jobSettings(base.settings, id) : NO_SETTINGS, ...leaseOf(value, pttl) };
-      return { id, rows, lease, before: moved ? undefined : before, moved, stats, instanceFields, now, seenAt };
+      const now: JobNow = { settings: withSettings.has(id) ? jobSettings(base.settings, id) : NO_SETTINGS, ...leaseOf(null, pttl) };
+      return { id, rows, lease, before: moved ? undefined : before, moved, held: exists(pttl), stats, instanceFields, now, seenAt };
     });
-    // The stats of the known jobs that changed since, in one more round trip.
-    const moved = found.filter((f) => f.moved);
-    if (moved.length > 0) {
-      const again = new Reads();
-      for (const { id, rows } of moved) queueJob(again, keys, id, 'whole', rows, false);
-      const more = await exec(redis, again);
+    // The stats of the known jobs that changed since, and the value of the leases that exist,
+    // in one more round trip.
+    const second = found.filter((f) => f.moved || f.held);
+    if (second.length > 0) {
+      const reads = new Reads();
+      for (const { id, rows, moved, held } of second) queueJob(reads, keys, id, moved ? 'whole' : 'none', moved && rows, held ? 'value' : 'none');
+      const more = await exec(redis, reads);
       let i = 0;
-      for (const f of moved) {
-        f.stats = hash(more[i++]);
-        if (f.rows) f.instanceFields = hash(more[i++]);
+      for (const f of second) {
+        if (f.moved) {
+          f.stats = hash(more[i++]);
+          if (f.rows) f.instanceFields = hash(more[i++]);
+        }
+        if (f.held) f.now = { ...f.now, ...leaseOf(more[i++], f.now.leasePttl) };
       }
     }
     // A job whose scope changed since the last read (its rows, or its lease, were left
@@ -131,7 +147,7 @@ export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOpti
     const short = found.filter((f) => f.stats !== undefined && ((!f.rows && f.stats['scope'] !== 'installation') || (!f.lease && f.stats['scope'] !== 'instance')));
     if (short.length > 0) {
       const again = new Reads();
-      for (const f of short) queueJob(again, keys, f.id, 'none', !f.rows, !f.lease);
+      for (const f of short) queueJob(again, keys, f.id, 'none', !f.rows, f.lease ? 'none' : 'both');
       const more = await exec(redis, again);
       let i = 0;
       for (const f of short) {
@@ -146,11 +162,10 @@ export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOpti
         const s = stats ?? {};
         job = knownJob({ id, stats: s, instanceFields, ...now }, statsVersion(s['version'], s['createdAt']) ?? '', ctx);
       }
-      if (job.version !== '') known.set(id, job);
-      jobs.push(job.status);
+      jobs.push((knownRead?.found(id, job) ?? job).status);
     }
   }
-  opts.known?.keep(known);
+  knownRead?.end(base.jobIds);
   const problems: StatusProblem[] = [];
   if (base.settingsCorrupt) {
     const { code, message } = await corruptSettings(redis, keys.settings);
