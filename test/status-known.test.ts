@@ -178,6 +178,25 @@ describe('status reads of a node that read before', () => {
     for (let i = 0; i < 3; i++) assert.equal(byId(await read(), 'job-3').lease?.holder, 'node-a', `read ${i + 1} after the change back`);
   });
 
+  it('reads the jobs it knows in one script call per chunk of 250, which carries back only the jobs that moved or hold a lease', async () => {
+    const { k, ids, record, read } = await installation(1_000);
+    await read();
+    await record('job-7', succeeded(Date.now()));
+    for (const id of ['job-100', 'job-600']) await redis.set(k.lease(id), `node-b since ${iso(Date.now())} tick ${iso(Date.now())} token 9`, 'PX', 30_000);
+    await redis.config('RESETSTAT');
+    const second = await read();
+    const run = await commandsRun(redis);
+    const scripts = [...(await redis.info('commandstats')).matchAll(/cmdstat_eval(?:sha)?:calls=(\d+),/g)].reduce((n, m) => n + Number(m[1]), 0);
+    assert.equal(scripts, 4, 'one call per chunk of 250 jobs');
+    // Inside it, a GET of the two leases only; besides it, the tenth read whole in their turn and job-7 again.
+    assert.equal(run['get'], 2);
+    assert.ok((run['hgetall'] ?? 0) < 2 + 150, `HGETALL of ${run['hgetall']} stats hashes`);
+    assert.equal(byId(second, 'job-7').runs, 1);
+    for (const id of ['job-100', 'job-600']) assert.equal(byId(second, id).lease?.holder, 'node-b', id);
+    assert.equal(second.jobs.filter((j) => j.lease !== null).length, 2);
+    assert.equal(second.jobs.length, ids.length);
+  });
+
   it('keeps each unchanged job\'s status as the same object through its turns to be read whole: a read makes no new status for a job that did not change', async () => {
     const { ids, record, read } = await installation(50);
     const first = await read();

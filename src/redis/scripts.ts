@@ -30,6 +30,8 @@ interface ScriptCommands {
 interface ScriptPipeline {
   /** 5 keys per job, then runsCap, keepMs and 3 arguments per job (see `record.lua`). */
   leaseholdRecord(numberOfKeys: number, ...keysThenArgs: string[]): ChainableCommander;
+  /** 2 keys per job, then 3 arguments per job (see `versions.lua`). */
+  leaseholdVersions(numberOfKeys: number, ...keysThenArgs: string[]): ChainableCommander;
 }
 
 /** Each script's command and file; `numberOfKeys` when it is fixed. */
@@ -39,6 +41,7 @@ const SCRIPTS: ReadonlyArray<{ command: keyof ScriptCommands | keyof ScriptPipel
   { command: 'leaseholdRelease', file: 'release.lua' },
   { command: 'leaseholdRecord', file: 'record.lua' },
   { command: 'leaseholdPrune', file: 'prune.lua', numberOfKeys: 2 },
+  { command: 'leaseholdVersions', file: 'versions.lua' },
 ];
 
 const sources = new Map<string, string>();
@@ -68,7 +71,7 @@ function commands(redis: RedisClient): ScriptCommands {
 /** At most this many jobs go in one call of a script that serves many, so Redis is never busy long with one call. */
 export const JOBS_PER_CALL = 100;
 
-type ScriptName = 'claim' | 'extend' | 'release' | 'record' | 'prune';
+type ScriptName = 'claim' | 'extend' | 'release' | 'record' | 'prune' | 'versions';
 
 function unexpected(script: ScriptName, reply: unknown): LeaseholdError {
   return new LeaseholdError(ErrorCodes.redisError, `unexpected reply from the ${script} script: ${JSON.stringify(reply)}`);
@@ -296,4 +299,62 @@ export async function pruneScript(redis: RedisClient, args: { instancesKey: stri
   const reply = await commands(redis).leaseholdPrune(args.instancesKey, args.statsKey, args.cutoff, ...args.instanceIds);
   if (!isInteger(reply)) throw unexpected('prune', reply);
   return reply;
+}
+
+/** A job a node's status read found before, as `versions.lua` takes it. */
+export interface VersionsJob {
+  readonly statsKey: string;
+  readonly leaseKey: string;
+  /** `<version> <createdAt>` as the node last read them. */
+  readonly version: string;
+  /** `seenAt` as the node last read it ('' when absent). */
+  readonly seenAt: string;
+  /** Read the lease (an installation job). */
+  readonly lease: boolean;
+}
+
+/** What `versions.lua` found of a job that is not as the node knew it, or holds a lease. */
+export interface VersionsFound {
+  readonly version: string | undefined;
+  readonly createdAt: string | undefined;
+  readonly seenAt: string | undefined;
+  /** The lease's PTTL (-2: none); null when it was not read. */
+  readonly pttl: number | null;
+  /** The lease's value; null when there is none. */
+  readonly lease: string | null;
+}
+
+/**
+ * Registers the scripts' commands on `redis`, once: a pipeline has them only when it is made
+ * after that (call it before the pipeline that {@link queueVersions} queues on).
+ */
+export function useScripts(redis: RedisClient): void {
+  commands(redis);
+}
+
+/**
+ * Queues one call of `versions.lua` for `jobs` on `p`, a pipeline of a single Redis (the jobs'
+ * keys lie in many slots) made after {@link useScripts}. Its reply is read by {@link versionsReply}.
+ */
+export function queueVersions(p: ChainableCommander, jobs: readonly VersionsJob[]): void {
+  const keys = jobs.flatMap((j) => [j.statsKey, j.leaseKey]);
+  const argv = jobs.flatMap((j) => [j.version, j.seenAt, j.lease ? '1' : '0']);
+  (p as unknown as ScriptPipeline).leaseholdVersions(keys.length, ...keys, ...argv);
+}
+
+const textOrUndefined = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+
+/**
+ * The answers of a `versions.lua` call for `jobs` jobs, in order: null for a job as the node
+ * knew it with no lease, else what was found.
+ * @throws LeaseholdError `redisError` when the reply is not one answer per job.
+ */
+export function versionsReply(reply: unknown, jobs: number): Array<VersionsFound | null> {
+  if (!Array.isArray(reply) || reply.length !== jobs) throw unexpected('versions', reply);
+  return reply.map((answer: unknown) => {
+    if (answer === 0) return null;
+    if (!Array.isArray(answer)) throw unexpected('versions', answer);
+    const [version, createdAt, seenAt, pttl, lease] = answer as unknown[];
+    return { version: textOrUndefined(version), createdAt: textOrUndefined(createdAt), seenAt: textOrUndefined(seenAt), pttl: typeof pttl === 'number' ? pttl : null, lease: typeof lease === 'string' ? lease : null };
+  });
 }

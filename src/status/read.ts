@@ -8,10 +8,14 @@
  * A node's reads keep what they found (`known.ts`): a job read before has only its stats'
  * version and `seenAt` read (a node's minute refresh changes `seenAt` alone and leaves
  * the version), and its stats again only when the version moved (one more round trip for the chunk).
+ * On a single Redis those jobs of a chunk go in one call of `versions.lua`, which answers only
+ * the jobs that moved or hold a lease.
  * On a Redis Cluster each round trip is one pipeline per slot, sent together.
  * @module
  */
 import type { RedisClient } from '../redis/connection.js';
+import { isCluster } from '../redis/pipeline.js';
+import { queueVersions, useScripts, versionsReply } from '../redis/scripts.js';
 import type { Keys } from '../redis/keys.js';
 import type { RecentRun } from './batch.js';
 import { outcome } from './fields.js';
@@ -70,6 +74,8 @@ const NO_SETTINGS: Record<string, string> = Object.freeze({}) as Record<string, 
 export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOptions = {}): Promise<ClusterStatus> {
   const base = await readBase(redis, keys);
   const knownRead = opts.known?.begin();
+  const single = !isCluster(redis);
+  if (single) useScripts(redis);
   // The job sets of the nodes' digests (few: the nodes that run the same jobs share one).
   const digests = digestsOf(base.members, base.digests);
   // Jobs with a field in the settings hash (most have none: they share one empty object).
@@ -94,8 +100,20 @@ export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOpti
       const scope = knownRead?.scope(id);
       return { id, rows: scope !== 'installation', lease: scope !== 'instance', before: knownRead?.job(id) };
     });
-    for (const { id, rows, lease, before } of chunk) queueJob(r, keys, id, before ? 'version' : 'whole', rows && !before, lease ? 'pttl' : 'none');
+    // On a single Redis the jobs known from an earlier read go in one call of versions.lua, which
+    // answers only those that moved or hold a lease (a Cluster keeps each job's keys in its own
+    // slot: there they are read command by command).
+    const known = single ? chunk.filter((c) => c.before !== undefined) : [];
+    for (const { id, rows, lease, before } of chunk) {
+      if (!(single && before)) queueJob(r, keys, id, before ? 'version' : 'whole', rows && !before, lease ? 'pttl' : 'none');
+    }
+    if (known.length > 0) {
+      const jobs = known.map(({ id, lease, before }) => ({ statsKey: keys.stats(id), leaseKey: keys.lease(id), version: before?.version ?? '', seenAt: before?.status.lastRegisteredAt ?? '', lease }));
+      r.add(jobs[0]?.statsKey, (p) => queueVersions(p, jobs));
+    }
     const replies = await exec(redis, r);
+    const versions = known.length > 0 ? versionsReply(replies.at(-1), known.length) : [];
+    let v = 0;
     let at = 0;
     if (!ctx) {
       const heartbeats = replies.slice(0, base.members.length);
@@ -113,17 +131,32 @@ export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOpti
       let instanceFields: Record<string, string> = {};
       let moved = false;
       let seenAt: string | undefined;
-      if (before) {
+      let pttl: unknown = null;
+      let value: string | null = null;
+      if (before && single) {
+        const found = versions[v++];
+        if (found === null) {
+          // As the last read found it, with no lease.
+          seenAt = before.status.lastRegisteredAt ?? undefined;
+          pttl = lease ? -2 : null;
+        } else if (found !== undefined) {
+          moved = statsVersion(found.version, found.createdAt) !== before.version;
+          seenAt = found.seenAt;
+          pttl = lease ? found.pttl : null;
+          value = found.lease;
+        }
+      } else if (before) {
         const [version, createdAt, seen] = fieldsOf(replies[at++]);
         moved = statsVersion(version, createdAt) !== before.version;
         seenAt = seen;
+        if (lease) pttl = replies[at++];
       } else {
         stats = hash(replies[at++]);
         if (rows) instanceFields = hash(replies[at++]);
+        if (lease) pttl = replies[at++];
       }
-      const pttl = lease ? replies[at++] : null;
-      const now: JobNow = { settings: withSettings.has(id) ? jobSettings(base.settings, id) : NO_SETTINGS, ...leaseOf(null, pttl) };
-      return { id, rows, lease, before: moved ? undefined : before, moved, held: exists(pttl), stats, instanceFields, now, seenAt };
+      const now: JobNow = { settings: withSettings.has(id) ? jobSettings(base.settings, id) : NO_SETTINGS, ...leaseOf(value, pttl) };
+      return { id, rows, lease, before: moved ? undefined : before, moved, held: value === null && exists(pttl), stats, instanceFields, now, seenAt };
     });
     // The stats of the known jobs that changed since, and the value of the leases that exist,
     // in one more round trip.
