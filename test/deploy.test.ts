@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { spawnLeasehold, ROOT, type NodeProc } from './helpers/node.js';
+import { alive, spawnLeasehold, ROOT, type NodeProc } from './helpers/node.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
 import { ping } from '../src/cli/private-redis.js';
 
@@ -53,16 +53,6 @@ test('npm start killed with SIGKILL: its private redis-server does not outlive i
   }
   assert.equal(alive, false);
 });
-
-/** Whether a process with this pid exists. */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 test('npm start killed with SIGTERM: the node notices its parent is gone and stops, with its private redis-server', async (t) => {
   const npm = spawn('npm', ['start', '--silent'], { cwd: ROOT, env: { ...process.env, REDIS_URL: '', PORT: '0', LOG_LEVEL: 'info', LOG_FORMAT: 'json' }, stdio: ['ignore', 'pipe', 'pipe'] });

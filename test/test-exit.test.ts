@@ -8,19 +8,10 @@ import { spawn } from 'node:child_process';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { alive } from './helpers/node.js';
 import { until } from './helpers/wait.js';
 
 const EXIT = fileURLToPath(new URL('../scripts/test-exit.mjs', import.meta.url));
-
-/** Whether a process of that pid exists. */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 test('a process a test started ends once the process that started it is killed, and not before', async () => {
   // The parent stands for a test file's process; its child, for a node or Nest app a test started.
