@@ -81,7 +81,7 @@ export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOpti
   // Jobs with a field in the settings hash (most have none: they share one empty object).
   const withSettings = parseSettings(base.settings);
   // In pipelines of READ_CHUNK jobs, one after another: each command's timeout then bounds
-  // one chunk's wait, not the whole installation's (100,000 jobs are 300,000 commands). The
+  // one chunk's wait, not the whole installation's (100,000 jobs on a Cluster are 200,000 commands). The
   // first one also reads the heartbeats and the job sets, so that each chunk's jobs are judged
   // as their replies come: what Redis answered for one chunk is garbage before the next.
   let ctx: ModelContext | undefined;
@@ -108,8 +108,8 @@ export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOpti
       if (!(single && before)) queueJob(r, keys, id, before ? 'version' : 'whole', rows && !before, lease ? 'pttl' : 'none');
     }
     if (known.length > 0) {
-      const jobs = known.map(({ id, lease, before }) => ({ statsKey: keys.stats(id), leaseKey: keys.lease(id), version: before?.version ?? '', seenAt: before?.status.lastRegisteredAt ?? '', lease }));
-      r.add(jobs[0]?.statsKey, (p) => queueVersions(p, jobs));
+      const asked = known.map(({ id, lease, before }) => ({ statsKey: keys.stats(id), leaseKey: keys.lease(id), version: before?.version ?? '', seenAt: before?.status.lastRegisteredAt ?? '', lease }));
+      r.add(asked[0]?.statsKey, (p) => queueVersions(p, asked));
     }
     const replies = await exec(redis, r);
     const versions = known.length > 0 ? versionsReply(replies.at(-1), known.length) : [];
