@@ -4,7 +4,8 @@ import { after, before, describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
 import { isLeaseholdError } from '../src/errors.js';
 import { encodeClaimArgs } from '../src/redis/claim.js';
-import { claimScript, extendScript, recordScript, releaseScript } from '../src/redis/scripts.js';
+import { claimScript, extendScript, releaseScript } from '../src/redis/lease-scripts.js';
+import { recordScript } from '../src/redis/stats-scripts.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { commandsRun, startRedis, type TestRedis } from './helpers/redis.js';
 

@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import type { JobContext, RunStartedEvent } from '../src/index.js';
 import { keys as keyNames } from '../src/redis/keys.js';
-import { claimScript } from '../src/redis/scripts.js';
+import { claimScript } from '../src/redis/lease-scripts.js';
 import { Scheduler } from '../src/runner/runner.js';
 import { createNode, type StatusNode } from '../src/create/index.js';
 import { memoryLogger } from './helpers/log.js';

@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
 import { isLeaseholdError } from '../src/errors.js';
 import { keys } from '../src/redis/keys.js';
-import { pruneScript, recordScript } from '../src/redis/scripts.js';
+import { pruneScript, recordScript } from '../src/redis/stats-scripts.js';
 import type { RecordBatch } from '../src/redis/record.js';
 import { commandsRun, startRedis, type TestRedis } from './helpers/redis.js';
 

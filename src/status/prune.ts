@@ -8,7 +8,7 @@ import type { ChainableCommander } from 'ioredis';
 import type { RedisClient } from '../redis/connection.js';
 import type { Keys } from '../redis/keys.js';
 import { pipelined } from '../redis/pipeline.js';
-import { pruneScript } from '../redis/scripts.js';
+import { pruneScript } from '../redis/stats-scripts.js';
 
 /** Rows of a gone instance are kept this long after its last write, in ms. */
 const FORGET_ROWS_AFTER_MS = 3_600_000;

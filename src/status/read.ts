@@ -15,7 +15,8 @@
  */
 import type { RedisClient } from '../redis/connection.js';
 import { isCluster } from '../redis/pipeline.js';
-import { queueVersions, useScripts, versionsReply } from '../redis/scripts.js';
+import { commands } from '../redis/scripts.js';
+import { queueVersions, versionsReply } from '../redis/stats-scripts.js';
 import type { Keys } from '../redis/keys.js';
 import type { RecentRun } from './batch.js';
 import { outcome } from './fields.js';
@@ -75,7 +76,7 @@ export async function readCluster(redis: RedisClient, keys: Keys, opts: ReadOpti
   const base = await readBase(redis, keys);
   const knownRead = opts.known?.begin();
   const single = !isCluster(redis);
-  if (single) useScripts(redis);
+  if (single) commands(redis); // before the chunks' pipelines are made, which then have versions.lua
   // The job sets of the nodes' digests (few: the nodes that run the same jobs share one).
   const digests = digestsOf(base.members, base.digests);
   // Jobs with a field in the settings hash (most have none: they share one empty object).

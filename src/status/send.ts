@@ -12,7 +12,7 @@
 import { LeaseholdError } from '../errors.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { Keys } from '../redis/keys.js';
-import { recordScript } from '../redis/scripts.js';
+import { recordScript } from '../redis/stats-scripts.js';
 import type { JobBatch, StreakChange } from './batch.js';
 import type { WriterCounts } from './flush.js';
 import type { Inflight, PendingJob } from './pending.js';
