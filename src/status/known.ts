@@ -14,6 +14,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { KnownJob } from './build.js';
+import { indexAfter } from './page.js';
 import type { JobStatus } from './model.js';
 
 /** A known job is read whole at one read in this many; the others read its version alone. */
@@ -82,14 +83,6 @@ export class KnownJobs {
 
 /** Whether the sorted `ids` hold `id` (a binary search: no set of 100,000 ids made for it). */
 function hasSorted(ids: readonly string[], id: string): boolean {
-  let lo = 0;
-  let hi = ids.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    const at = ids[mid] as string;
-    if (at === id) return true;
-    if (at < id) lo = mid + 1;
-    else hi = mid;
-  }
-  return false;
+  const after = indexAfter(ids, id, (x) => x);
+  return after > 0 && ids[after - 1] === id;
 }

@@ -119,13 +119,13 @@ function textsOf(status: ClusterStatus): string[] {
   return texts;
 }
 
-/** The index of the first job whose id sorts after `id` (the jobs are sorted by id). */
-function after(jobs: readonly JobStatus[], id: string): number {
+/** The index of the first item whose id (`idOf`) sorts after `id`, in `items` sorted by id. */
+export function indexAfter<T>(items: readonly T[], id: string, idOf: (item: T) => string): number {
   let lo = 0;
-  let hi = jobs.length;
+  let hi = items.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if ((jobs[mid] as JobStatus).id <= id) lo = mid + 1;
+    if (idOf(items[mid] as T) <= id) lo = mid + 1;
     else hi = mid;
   }
   return lo;
@@ -140,7 +140,7 @@ export function pageOf(status: ClusterStatus, query: JobsQuery): JobsPage {
     const needle = query.q?.toLowerCase();
     matching = status.jobs.filter((j, i) => (query.state === undefined || j.state === query.state) && (needle === undefined || (texts?.[i] ?? '').includes(needle)));
   }
-  const start = from === undefined ? 0 : after(matching, from);
+  const start = from === undefined ? 0 : indexAfter(matching, from, (j) => j.id);
   const jobs = matching.slice(start, start + query.limit);
   const last = jobs.at(-1);
   return {
