@@ -10,6 +10,7 @@ import { normalizeJob } from '../src/schedule/job.js';
 import { readDeclaration } from '../src/schedule/setting.js';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { createRunnerMetrics, DURATION_BUCKETS, LAG_BUCKETS, METRIC_NAMES, type MetricsCore } from '../src/metrics/prom.js';
+import { ErrorCodes, LeaseholdError } from '../src/errors.js';
 
 function fakeCore(jobs: Array<Record<string, unknown>>): MetricsCore & { emitter: Emitter } {
   const emitter = new Emitter((err) => {
@@ -178,6 +179,81 @@ describe('metrics', () => {
     m.registry.resetMetrics();
     assert.equal(samples(await m.registry.metrics()).get('leasehold_job_runs_total{job="b",outcome="failed"}'), undefined, 'reset clears the series');
     m.detach();
+  });
+
+  it('past its job limit a node folds the other jobs into job="(other)": counters add up, gauges keep what alerts need', async () => {
+    const ids = ['a', 'b', 'c', 'd', 'e'];
+    const core = fakeCore(ids.map((id) => ({ id, scope: 'installation', fixedRate: '1s' })));
+    const t = 1_000_000;
+    const deadlines = [{ jobId: 'a', dueBy: t + 9_000 }, { jobId: 'c', dueBy: t + 5_000 }, { jobId: 'd', dueBy: t + 2_000 }, { jobId: 'e', dueBy: null }, { jobId: 'z', dueBy: t + 7_000 }];
+    const m = createRunnerMetrics({ ...core, intervalOf: () => 60_000 }, { processMetrics: false, jobLimit: 2, successDeadlines: async () => deadlines });
+    const run = (jobId: string, outcome: 'succeeded' | 'failed', durationMs: number) => {
+      core.emitter.emit('runStarted', { ...base, jobId, scheduledAt: t, startedAt: t + 100, lagMs: 100 });
+      core.emitter.emit('runEnded', { ...base, jobId, scheduledAt: t, startedAt: t, lagMs: 0, outcome, endedAt: t + durationMs, durationMs });
+    };
+    run('a', 'succeeded', 1_000);
+    run('c', 'succeeded', 2_000);
+    run('d', 'failed', 3_000);
+    run('d', 'failed', 3_000);
+    run('e', 'failed', 500);
+    core.emitter.emit('skipped', { jobId: 'e', scope: 'installation', instanceId: 'n', reason: 'claimed', scheduledAt: t, at: t, recorded: true });
+    core.emitter.emit('missed', { jobId: 'c', count: 3, afterTick: 0, beforeTick: t });
+    core.emitter.emit('jobState', { jobId: 'd', state: 'invalidSchedule', cause: 'x' });
+    const text = await m.registry.metrics();
+    let s = samples(text);
+    const jobsNamed = new Set([...text.matchAll(/job="([^"]*)"/g)].map((x) => x[1]));
+    assert.deepEqual([...jobsNamed].sort(), ['(other)', 'a', 'b'], 'the first two jobs registered have series of their own, the rest one series');
+    assert.equal(s.get('leasehold_job_runs_total{job="a",outcome="succeeded"}'), 1);
+    assert.equal(s.get('leasehold_job_runs_total{job="b",outcome="succeeded"}'), 0, 'zero series for the jobs with their own');
+    assert.equal(s.get('leasehold_job_runs_total{job="(other)",outcome="succeeded"}'), 1);
+    assert.equal(s.get('leasehold_job_runs_total{job="(other)",outcome="failed"}'), 3);
+    assert.equal(s.get('leasehold_job_runs_total{job="(other)",outcome="timedOut"}'), 0, 'the folded series exist from the first job folded');
+    assert.equal(s.get('leasehold_job_run_duration_seconds_count{job="(other)",outcome="failed"}'), 3);
+    assert.equal(s.get('leasehold_job_run_duration_seconds_sum{job="(other)",outcome="failed"}'), 6.5);
+    assert.equal(s.get('leasehold_job_start_lag_seconds_count{job="(other)"}'), 4);
+    assert.equal(s.get('leasehold_job_skips_total{job="(other)",reason="claimed"}'), 1);
+    assert.equal(s.get('leasehold_job_missed_total{job="(other)"}'), 3);
+    assert.equal(s.get('leasehold_job_failing_streak{job="(other)"}'), 2, 'the longest streak among them (d: 2, e: 1)');
+    assert.equal(s.get('leasehold_job_invalid_schedule{job="(other)"}'), 1, 'one of them is invalid');
+    assert.equal(s.get('leasehold_job_success_deadline_timestamp_seconds{job="a"}'), (t + 9_000) / 1000);
+    assert.equal(s.get('leasehold_job_success_deadline_timestamp_seconds{job="(other)"}'), (t + 2_000) / 1000, 'the earliest deadline among them, so the alert on it fires for the first overdue');
+    assert.equal(s.get('leasehold_job_interval_seconds{job="a"}'), 60);
+    assert.equal(s.get('leasehold_job_interval_seconds{job="(other)"}'), undefined, 'an interval of many jobs means nothing');
+    assert.equal(s.get('leasehold_job_last_success_timestamp_seconds{job="(other)"}'), undefined, 'nor does a last success of many');
+    // d recovers: its streak ends and its schedule is valid again; e's streak is the longest left.
+    run('d', 'succeeded', 100);
+    core.emitter.emit('jobState', { jobId: 'd', state: 'ok', cause: undefined });
+    s = samples(await m.registry.metrics());
+    assert.equal(s.get('leasehold_job_failing_streak{job="(other)"}'), 1);
+    assert.equal(s.get('leasehold_job_invalid_schedule{job="(other)"}'), 0);
+    m.detach();
+  });
+
+  it('a scrape stays bounded however many jobs ran on the node: 1,000 jobs with their own series by default', async () => {
+    const ids = Array.from({ length: 1_500 }, (_, i) => `j${i}`);
+    const core = fakeCore(ids.map((id) => ({ id, scope: 'installation', fixedRate: '1s' })));
+    const m = createRunnerMetrics(core, { processMetrics: false });
+    for (const jobId of ids) {
+      core.emitter.emit('runStarted', { ...base, jobId, scheduledAt: 0, startedAt: 5, lagMs: 5 });
+      core.emitter.emit('runEnded', { ...base, jobId, scheduledAt: 0, startedAt: 5, lagMs: 5, outcome: 'succeeded', endedAt: 10, durationMs: 5 });
+    }
+    const text = await m.registry.metrics();
+    const s = samples(text);
+    assert.equal(new Set([...text.matchAll(/job="([^"]*)"/g)].map((x) => x[1])).size, 1_001);
+    assert.equal(s.get('leasehold_job_runs_total{job="j999",outcome="succeeded"}'), 1);
+    assert.equal(s.get('leasehold_job_runs_total{job="j1000",outcome="succeeded"}'), undefined);
+    assert.equal(s.get('leasehold_job_runs_total{job="(other)",outcome="succeeded"}'), 500);
+    m.detach();
+  });
+
+  it('a job limit that is not a whole number from 0 to 1,000,000 is refused, naming the option', () => {
+    for (const jobLimit of [-1, 1.5, Number.NaN, 1_000_001]) {
+      assert.throws(
+        () => createRunnerMetrics(fakeCore([]), { processMetrics: false, jobLimit }),
+        (err: unknown) => err instanceof LeaseholdError && err.code === ErrorCodes.invalidConfig && /metricsJobLimit/.test(err.message),
+        String(jobLimit),
+      );
+    }
   });
 
   it('one registry per runner; the process metrics are shared, not collected twice', async () => {

@@ -49,6 +49,7 @@ export interface NodeConfig {
   logLevel: string;
   logFormat: string | undefined;
   recentRuns: number | undefined;
+  metricsJobLimit: number | undefined;
   handoffDelay: string | undefined;
   eventsMaxClients: number | undefined;
   privateRedis: boolean;
@@ -73,6 +74,7 @@ export const CONFIG: readonly ConfigEntry[] = [
   { key: 'cookieSecret', flag: undefined, env: 'LEASEHOLD_COOKIE_SECRET', default: '(none: the read token)', description: 'Secret the status page\'s sign-in cookie is signed with (at least 16 characters). The cookie expires after 12 hours; changing this secret signs every browser out at once without changing the read token.' },
   { key: 'mcpAllowedOrigins', flag: '--mcp-allowed-origins', value: 'origin,...', env: 'LEASEHOLD_MCP_ALLOWED_ORIGINS', default: '(none: loopback origins only)', description: 'Browser origins (`https://tools.example.com`) allowed to call `POST /mcp`, beside `localhost`, `127.0.0.1` and `[::1]` on any port. A request with any other `Origin` header is refused (403), against DNS rebinding; a request without one (an agent, curl) is not concerned.' },
   { key: 'recentRuns', flag: '--recent-runs', value: 'n', env: 'LEASEHOLD_RECENT_RUNS', default: '50', description: 'How many recent runs each job keeps in Redis (1 to 1000), shown by `GET /manage/jobs/:id`.' },
+  { key: 'metricsJobLimit', flag: '--metrics-job-limit', value: 'n', env: 'LEASEHOLD_METRICS_JOB_LIMIT', default: '1000', description: 'How many jobs have series of their own (`job="<id>"`) in this node\'s metrics (0 to 1000000), the first it registers; the runs of the others are counted in `job="(other)"`, so a scrape stays small however many jobs the node ran.' },
   { key: 'handoffDelay', flag: '--handoff-delay', value: 'duration', env: 'LEASEHOLD_HANDOFF_DELAY', default: '100ms', description: 'How long after an installation tick its backup node claims it when the first-ranked node has not (dead, stalled, or seeing other live nodes).' },
   { key: 'eventsMaxClients', flag: '--events-max-clients', value: 'n', env: 'LEASEHOLD_EVENTS_MAX_CLIENTS', default: '100', description: 'How many status-page event streams (`GET /manage/events`) this node serves at once (1 to 100000); beyond, it answers 503. Whatever the cap, a client whose socket has taken nothing for 3 s is disconnected.' },
   { key: 'shutdownGrace', flag: '--shutdown-grace', value: 'duration', env: 'LEASEHOLD_SHUTDOWN_GRACE', default: '10s', description: 'How long shutdown waits for runs in progress before aborting them.' },
@@ -153,6 +155,9 @@ export function readConfig(flags: Record<string, string | boolean | undefined>, 
   if (out['recentRuns'] !== undefined && !(/^\d{1,4}$/.test(out['recentRuns']) && Number(out['recentRuns']) >= 1 && Number(out['recentRuns']) <= 1_000)) {
     bad('recentRuns', 'is not a whole number from 1 to 1000');
   }
+  if (out['metricsJobLimit'] !== undefined && !(/^\d{1,7}$/.test(out['metricsJobLimit']) && Number(out['metricsJobLimit']) <= 1_000_000)) {
+    bad('metricsJobLimit', 'is not a whole number from 0 to 1000000');
+  }
   if (out['eventsMaxClients'] !== undefined && !(/^[1-9]\d{0,5}$/.test(out['eventsMaxClients']) && Number(out['eventsMaxClients']) >= 1 && Number(out['eventsMaxClients']) <= 100_000)) {
     bad('eventsMaxClients', 'is not a whole number from 1 to 100000');
   }
@@ -182,6 +187,7 @@ export function readConfig(flags: Record<string, string | boolean | undefined>, 
     logLevel: out['logLevel'] ?? 'info',
     logFormat: out['logFormat'],
     recentRuns: out['recentRuns'] === undefined ? undefined : Number(out['recentRuns']),
+    metricsJobLimit: out['metricsJobLimit'] === undefined ? undefined : Number(out['metricsJobLimit']),
     handoffDelay: out['handoffDelay'],
     eventsMaxClients: out['eventsMaxClients'] === undefined ? undefined : Number(out['eventsMaxClients']),
     privateRedis: out['privateRedis'] === 'true',

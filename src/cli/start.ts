@@ -102,6 +102,7 @@ export async function runStart(args: string[]): Promise<number> {
     ...(config.cookieSecret ? { cookieSecret: config.cookieSecret } : {}),
     ...(config.mcpAllowedOrigins ? { mcpAllowedOrigins: splitList(config.mcpAllowedOrigins) } : {}),
     ...(config.recentRuns !== undefined ? { recentRuns: config.recentRuns } : {}),
+    ...(config.metricsJobLimit !== undefined ? { metricsJobLimit: config.metricsJobLimit } : {}),
     ...(config.handoffDelay !== undefined ? { handoffDelay: parseDuration(config.handoffDelay) } : {}),
     ...(config.eventsMaxClients !== undefined ? { eventsMaxClients: config.eventsMaxClients } : {}),
     ...(extras.executors !== undefined ? { executors: extras.executors as RunnerOptions['executors'] } : {}),

@@ -70,6 +70,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
     mcpAllowedOrigins: opts.mcpAllowedOrigins,
     failingStreak: opts.failingStreak,
     recentRuns: opts.recentRuns,
+    metricsJobLimit: opts.metricsJobLimit,
     handoffMs,
     eventsMaxClients: opts.eventsMaxClients,
     // With Redis, an installation job's first failure and recovery follow the installation's streak.

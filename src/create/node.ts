@@ -70,6 +70,8 @@ export interface NodeOptions {
   readonly failingStreak?: number | undefined;
   /** How many recent runs each job keeps in Redis. Default 50. */
   readonly recentRuns?: number | undefined;
+  /** How many jobs have series of their own in the metrics (see `RunnerOptions.metricsJobLimit`). */
+  readonly metricsJobLimit?: number | undefined;
   /** How long after a tick the backup claimer claims, ms. Default 100. */
   readonly handoffMs?: number | undefined;
   /** leasehold's version, shown in the instance list. Default: this package's. */
@@ -170,6 +172,7 @@ export function createNode(opts: NodeOptions): Node {
   });
   later.bind(core);
   const metrics = createRunnerMetrics(core, {
+    jobLimit: opts.metricsJobLimit,
     // Read at a scrape, once the status layer below exists.
     successDeadlines: opts.redis ? () => (status ? successDeadlines(status.api, logger) : Promise.resolve([])) : undefined,
     executorFigures: opts.executorFigures,

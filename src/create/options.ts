@@ -101,6 +101,13 @@ export interface RunnerOptions {
   /** How many recent runs each job keeps in Redis (`GET /manage/jobs/:id`), 1 to 1,000. Default 50. */
   readonly recentRuns?: number;
   /**
+   * How many jobs have series of their own (`job="<id>"`) in this node's metrics, 0 to
+   * 1,000,000: the first the node registers. The runs of the others are counted in one set of
+   * series, `job="(other)"`, so that a scrape stays small however many jobs the node ran.
+   * Default 1,000.
+   */
+  readonly metricsJobLimit?: number;
+  /**
    * How long after an installation tick its backup node claims it, when the first-ranked node
    * has not (dead, stalled, or not seeing the same live nodes). Default `100ms`.
    */

@@ -11,6 +11,7 @@ import { countedTotals } from './totals.js';
 import type { Scheduler } from '../runner/runner.js';
 import { RunOutcomes, SkipReasons } from '../runner/events.js';
 import { unhandledCounter, type UnhandledFigures } from './unhandled.js';
+import { checkJobLimit, DEFAULT_JOB_LIMIT, JobLabels, OTHER_JOBS } from './job-series.js';
 
 /** Buckets of run durations, in seconds: from 10 ms to an hour. */
 export const DURATION_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 1800, 3600];
@@ -85,6 +86,11 @@ export interface RunnerMetricsOptions {
   /** Whether the registry also serves prom-client's process metrics. Default true. */
   readonly processMetrics?: boolean;
   /**
+   * How many jobs have series of their own (`job="<id>"`), the first the node hears of; the
+   * runs of the others are counted in one set of series, `job="(other)"`. Default 1,000.
+   */
+  readonly jobLimit?: number;
+  /**
    * The success deadlines (the cluster's status, which judges `/health` by the same rule);
    * without a source the gauge has no series.
    */
@@ -105,13 +111,6 @@ export interface RunnerMetricsOptions {
 export type MetricsCore = Pick<Scheduler, 'on' | 'jobs' | 'job' | 'intervalOf'>;
 
 /**
- * Zero-valued series are created up front for at most this many jobs: they let rates work
- * from the first scrape, but each job adds about twenty lines to every scrape, which matters
- * to a node with thousands of jobs. Beyond it, a job's series appear with its first event.
- */
-export const ZERO_SERIES_JOB_LIMIT = 1_000;
-
-/**
  * Drops a gauge's series once the scrape that made them has read them: a gauge remade from its
  * source at every scrape would otherwise hold a series per job between scrapes (its labels,
  * label hash and entry: about 40 MB for 100,000 jobs and two such gauges). prom-client reads
@@ -123,6 +122,10 @@ function forgetAfterScrape(gauge: { reset(): void }): void {
 
 /** Creates a runner's metrics and subscribes them to its events. */
 export function createRunnerMetrics(core: MetricsCore, opts: RunnerMetricsOptions = {}): RunnerMetrics {
+  const labels = new JobLabels(checkJobLimit(opts.jobLimit ?? DEFAULT_JOB_LIMIT));
+  // What the gauges of the folded jobs show: the longest failing streak among them, and whether one is invalid.
+  const otherStreaks = new Map<string, number>();
+  const otherInvalid = new Set<string>();
   const own = new Registry();
   const registers = [own];
   // prom-client's documented inc/set/observe hash the labels on every call: a small cost per run, measured in docs/benchmarks.md.
@@ -132,7 +135,18 @@ export function createRunnerMetrics(core: MetricsCore, opts: RunnerMetricsOption
   const missed = new Counter({ name: 'leasehold_job_missed_total', help: 'Ticks no instance ran, counted by the node that claimed the next tick.', labelNames: ['job'], registers });
   const lag = new Histogram({ name: 'leasehold_job_start_lag_seconds', help: 'Actual start minus scheduled tick of scheduled runs, by job.', labelNames: ['job'], buckets: [...LAG_BUCKETS], registers });
   const leaseLost = new Counter({ name: 'leasehold_lease_lost_total', help: 'Runs aborted because their lease was lost, by job.', labelNames: ['job'], registers });
-  const streak = new Gauge({ name: 'leasehold_job_failing_streak', help: 'Unsuccessful runs (failed, timedOut, lockLost, lost) in a row on this node since its last success, by job.', labelNames: ['job'], registers });
+  const streak = new Gauge({
+    name: 'leasehold_job_failing_streak',
+    help: 'Unsuccessful runs (failed, timedOut, lockLost, lost) in a row on this node since its last success, by job (job="(other)": the longest of the jobs beyond the node\'s job limit).',
+    labelNames: ['job'],
+    registers,
+    collect() {
+      if (!labels.anyFolded) return;
+      let longest = 0;
+      for (const n of otherStreaks.values()) longest = Math.max(longest, n);
+      this.set({ job: OTHER_JOBS }, longest);
+    },
+  });
   const lastSuccess = new Gauge({ name: 'leasehold_job_last_success_timestamp_seconds', help: 'End of the last successful run on this node (epoch seconds; 0 before the first), by job.', labelNames: ['job'], registers });
   // Kept as numbers and turned into series at a scrape: a series held per job between scrapes
   // (its labels object, label hash and entry) was about 120 bytes a job (1.2 MB at 10,000 jobs).
@@ -151,17 +165,33 @@ export function createRunnerMetrics(core: MetricsCore, opts: RunnerMetricsOption
   const deadlines = opts.successDeadlines;
   new Gauge({
     name: 'leasehold_job_success_deadline_timestamp_seconds',
-    help: 'When a successful run of the job is due at the latest (epoch seconds): the third scheduled fire after its last success, registration, resume or schedule change, as /health judges it; alert on time() > this.',
+    help: 'When a successful run of the job is due at the latest (epoch seconds): the third scheduled fire after its last success, registration, resume or schedule change, as /health judges it; alert on time() > this. job="(other)": the earliest of the jobs beyond the node\'s job limit.',
     labelNames: ['job'],
     registers,
     async collect() {
       this.reset();
-      for (const d of deadlines ? await deadlines() : []) if (d.dueBy !== null) this.set({ job: d.jobId }, d.dueBy / 1000);
+      // The jobs beyond the limit show the earliest of their deadlines: the alert on it fires with the first overdue.
+      let earliest = Infinity;
+      for (const d of deadlines ? await deadlines() : []) {
+        if (d.dueBy === null) continue;
+        const job = labels.of(d.jobId);
+        if (job === OTHER_JOBS) earliest = Math.min(earliest, d.dueBy);
+        else this.set({ job }, d.dueBy / 1000);
+      }
+      if (earliest !== Infinity) this.set({ job: OTHER_JOBS }, earliest / 1000);
       forgetAfterScrape(this);
     },
   });
   const clockSteps = new Counter({ name: 'leasehold_clock_steps_total', help: 'Steps of this node\'s wall clock (against its monotonic clock) of more than a second.', registers });
-  const invalid = new Gauge({ name: 'leasehold_job_invalid_schedule', help: '1 while the job\'s schedule (as declared or overridden in the settings hash) is invalid, else 0, by job.', labelNames: ['job'], registers });
+  const invalid = new Gauge({
+    name: 'leasehold_job_invalid_schedule',
+    help: '1 while the job\'s schedule (as declared or overridden in the settings hash) is invalid, else 0, by job (job="(other)": 1 while one of the jobs beyond the node\'s job limit has an invalid schedule).',
+    labelNames: ['job'],
+    registers,
+    collect() {
+      if (labels.anyFolded) this.set({ job: OTHER_JOBS }, otherInvalid.size > 0 ? 1 : 0);
+    },
+  });
 
   const executors = opts.executorFigures;
   // One read of the figures serves both gauges of a scrape.
@@ -226,51 +256,69 @@ export function createRunnerMetrics(core: MetricsCore, opts: RunnerMetricsOption
 
   countedTotals(registers, 'leasehold_stats_batches_dropped_total', 'Stats batches this node dropped, by job: Redis refused each at every try (a key of the job of the wrong type), so its runs are not counted in Redis.', 'job', opts.statsBatchesDropped);
 
-  const known = new Set<string>();
-  const addJob = (jobId: string, scope: 'instance' | 'installation'): void => {
-    if (known.has(jobId)) return;
-    known.add(jobId);
-    updateInterval(jobId);
-    if (known.size > ZERO_SERIES_JOB_LIMIT) return;
-    for (const outcome of Object.values(RunOutcomes)) runs.inc({ job: jobId, outcome }, 0);
+  // Zero-valued counters, so that rates work from the first scrape.
+  const zeroCounters = (job: string, installation: boolean): void => {
+    for (const outcome of Object.values(RunOutcomes)) runs.inc({ job, outcome }, 0);
     for (const reason of Object.values(SkipReasons)) {
-      if (reason !== 'claimed' || scope === 'installation') skips.inc({ job: jobId, reason }, 0);
+      if (reason !== 'claimed' || installation) skips.inc({ job, reason }, 0);
     }
-    if (scope === 'installation') {
-      missed.inc({ job: jobId }, 0);
-      leaseLost.inc({ job: jobId }, 0);
+    if (installation) {
+      missed.inc({ job }, 0);
+      leaseLost.inc({ job }, 0);
     }
+  };
+  const labelOf = (jobId: string): string => {
+    const folded = labels.anyFolded;
+    const job = labels.of(jobId);
+    if (!folded && labels.anyFolded) zeroCounters(OTHER_JOBS, true);
+    return job;
+  };
+  const addJob = (jobId: string, scope: 'instance' | 'installation'): void => {
+    if (labels.hasOwn(jobId) || labelOf(jobId) === OTHER_JOBS) return;
+    updateInterval(jobId);
+    zeroCounters(jobId, scope === 'installation');
     streak.set({ job: jobId }, 0);
     lastSuccess.set({ job: jobId }, 0);
     invalid.set({ job: jobId }, 0);
   };
   const updateInterval = (jobId: string): void => {
     const ms = core.intervalOf(jobId);
-    if (ms !== undefined) intervals.set(jobId, ms);
+    if (ms !== undefined && labels.hasOwn(jobId)) intervals.set(jobId, ms);
   };
+  const isFailure = (outcome: string): boolean => outcome !== 'succeeded' && outcome !== 'interrupted' && outcome !== 'cancelled';
   for (const v of core.jobs()) addJob(v.job.id, v.job.scope);
 
   const offs = [
     core.on('runStarted', (e) => {
-      if (!e.manual && e.attempt === 1) lag.observe({ job: e.jobId }, Math.max(0, e.lagMs) / 1000);
+      if (!e.manual && e.attempt === 1) lag.observe({ job: labelOf(e.jobId) }, Math.max(0, e.lagMs) / 1000);
     }),
     core.on('runEnded', (e) => {
       if (e.willRetry) return; // a tick counts once, by its final attempt
-      runs.inc({ job: e.jobId, outcome: e.outcome });
+      const job = labelOf(e.jobId);
+      runs.inc({ job, outcome: e.outcome });
       // A lost run's duration is not known (only when it was found): it is not observed.
-      if (e.outcome !== 'lost') durations.observe({ job: e.jobId, outcome: e.outcome }, Math.max(0, e.durationMs) / 1000);
-      if (e.outcome === 'lockLost') leaseLost.inc({ job: e.jobId });
-      if (e.outcome === 'succeeded') {
-        streak.set({ job: e.jobId }, 0);
-        lastSuccess.set({ job: e.jobId }, e.endedAt / 1000);
-      } else if (e.outcome !== 'interrupted' && e.outcome !== 'cancelled') {
-        streak.inc({ job: e.jobId });
+      if (e.outcome !== 'lost') durations.observe({ job, outcome: e.outcome }, Math.max(0, e.durationMs) / 1000);
+      if (e.outcome === 'lockLost') leaseLost.inc({ job });
+      if (job === OTHER_JOBS) {
+        if (e.outcome === 'succeeded') otherStreaks.delete(e.jobId);
+        else if (isFailure(e.outcome)) otherStreaks.set(e.jobId, (otherStreaks.get(e.jobId) ?? 0) + 1);
+      } else if (e.outcome === 'succeeded') {
+        streak.set({ job }, 0);
+        lastSuccess.set({ job }, e.endedAt / 1000);
+      } else if (isFailure(e.outcome)) {
+        streak.inc({ job });
       }
     }),
     core.on('scheduled', (e) => updateInterval(e.jobId)),
-    core.on('jobState', (e) => invalid.set({ job: e.jobId }, e.state === 'invalidSchedule' ? 1 : 0)),
-    core.on('skipped', (e) => skips.inc({ job: e.jobId, reason: e.reason })),
-    core.on('missed', (e) => missed.inc({ job: e.jobId }, e.count)),
+    core.on('jobState', (e) => {
+      const job = labelOf(e.jobId);
+      const bad = e.state === 'invalidSchedule';
+      if (job !== OTHER_JOBS) invalid.set({ job }, bad ? 1 : 0);
+      else if (bad) otherInvalid.add(e.jobId);
+      else otherInvalid.delete(e.jobId);
+    }),
+    core.on('skipped', (e) => skips.inc({ job: labelOf(e.jobId), reason: e.reason })),
+    core.on('missed', (e) => missed.inc({ job: labelOf(e.jobId) }, e.count)),
     core.on('clockStep', () => clockSteps.inc()),
     core.on('taskEnded', (e) => {
       const key = `${e.executor}\u0000${e.task}\u0000${e.outcome}`;
