@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { afterEach, describe, test } from 'node:test';
 import { parseCron, validateZone } from '../src/cron/index.js';
 import { isLeaseholdError } from '../src/errors.js';
+import { remember } from '../src/cron/cache.js';
 
 function cronError(expr: unknown, ...fragments: string[]): (err: unknown) => boolean {
   return (err) => {
@@ -134,5 +135,23 @@ describe('zones', () => {
   });
   test('next() of an invalid date is an error, not a silent null', () => {
     assert.throws(() => parseCron('* * * * * *').next(new Date(Number.NaN)), (err: unknown) => isLeaseholdError(err));
+  });
+});
+
+describe('an expression that does not parse is parsed once', () => {
+  test('asked again, it fails with the same error, and its maker is not run again', () => {
+    let made = 0;
+    const key = `cron test\nbroken ${Math.random()}`;
+    const make = (): object => {
+      made++;
+      throw new Error('not a schedule');
+    };
+    assert.throws(() => remember(key, make), /^Error: not a schedule$/);
+    assert.throws(() => remember(key, make), /^Error: not a schedule$/);
+    assert.equal(made, 1, 'a status read meets a stored expression that does not parse at every read of its job: it is not parsed each time');
+  });
+
+  test('parseCron answers the same invalidCron error every time', () => {
+    for (let i = 0; i < 3; i++) assert.throws(() => parseCron('0 0 25 * * *'), cronError('0 0 25 * * *', 'hour', '25'));
   });
 });

@@ -12,21 +12,39 @@
 /** How many entries the cache keeps. */
 export const MAX_CRON_CACHE = 1_000;
 
+/** What `make` threw for a key, remembered like a value. */
+class Failed {
+  constructor(readonly error: unknown) {}
+}
+
 const entries = new Map<string, object>();
 
 /**
- * The value remembered under `key`, made by `make` when there is none (a value `make` throws
- * for is not remembered). A key starts with what its value is (`zone `, `cron `, `trigger `),
- * so a key always names a value of the one type its maker gives.
+ * The value remembered under `key`, made by `make` when there is none. What `make` throws is
+ * remembered too and thrown again: a stored schedule that does not parse (a hand edit, a node
+ * of another version) is met at every status read of its job, and is not parsed each time. A
+ * key starts with what its value is (`zone `, `cron `, `trigger `), so a key always names a
+ * value of the one type its maker gives.
  */
 export function remember<T extends object>(key: string, make: () => T): T {
   const known = entries.get(key);
+  if (known instanceof Failed) throw known.error;
   if (known !== undefined) return known as T;
-  const made = make();
+  let made: T;
+  try {
+    made = make();
+  } catch (err) {
+    keep(key, new Failed(err));
+    throw err;
+  }
+  keep(key, made);
+  return made;
+}
+
+function keep(key: string, value: object): void {
   if (entries.size >= MAX_CRON_CACHE) {
     const oldest = entries.keys().next();
     if (!oldest.done) entries.delete(oldest.value);
   }
-  entries.set(key, made);
-  return made;
+  entries.set(key, value);
 }
