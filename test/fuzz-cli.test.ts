@@ -75,6 +75,8 @@ describe('readConfig: a usable configuration, or one line naming the variable or
       [{ LEASEHOLD_EVENTS_MAX_CLIENTS: '0' }, /^LEASEHOLD_EVENTS_MAX_CLIENTS\/--events-max-clients: "0" is not a whole number from 1 to 100000$/],
       [{ LEASEHOLD_EVENTS_MAX_CLIENTS: '100001' }, /^LEASEHOLD_EVENTS_MAX_CLIENTS\/--events-max-clients: "100001" is not a whole number/],
       [{ LEASEHOLD_EVENTS_MAX_CLIENTS: 'many' }, /^LEASEHOLD_EVENTS_MAX_CLIENTS\/--events-max-clients: "many" is not a whole number/],
+      [{ LEASEHOLD_METRICS_JOB_LIMIT: '-1' }, /^LEASEHOLD_METRICS_JOB_LIMIT\/--metrics-job-limit: "-1" is not a whole number from 0 to 1000000$/],
+      [{ LEASEHOLD_METRICS_JOB_LIMIT: '0100' }, /^LEASEHOLD_METRICS_JOB_LIMIT\/--metrics-job-limit: "0100" is not a whole number/],
       [{ REDIS_SENTINELS: 'a:1' }, /REDIS_SENTINEL_NAME/, 'invalidRedisTarget'],
       [{ REDIS_URL: 'redis://x', REDIS_CLUSTER_NODES: 'a:1' }, /only one of REDIS_URL, REDIS_CLUSTER_NODES/, 'invalidRedisTarget'],
     ];

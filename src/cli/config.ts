@@ -155,7 +155,7 @@ export function readConfig(flags: Record<string, string | boolean | undefined>, 
   if (out['recentRuns'] !== undefined && !(/^\d{1,4}$/.test(out['recentRuns']) && Number(out['recentRuns']) >= 1 && Number(out['recentRuns']) <= 1_000)) {
     bad('recentRuns', 'is not a whole number from 1 to 1000');
   }
-  if (out['metricsJobLimit'] !== undefined && !(/^\d{1,7}$/.test(out['metricsJobLimit']) && Number(out['metricsJobLimit']) <= 1_000_000)) {
+  if (out['metricsJobLimit'] !== undefined && !(/^(0|[1-9]\d{0,6})$/.test(out['metricsJobLimit']) && Number(out['metricsJobLimit']) <= 1_000_000)) {
     bad('metricsJobLimit', 'is not a whole number from 0 to 1000000');
   }
   if (out['eventsMaxClients'] !== undefined && !(/^[1-9]\d{0,5}$/.test(out['eventsMaxClients']) && Number(out['eventsMaxClients']) >= 1 && Number(out['eventsMaxClients']) <= 100_000)) {
