@@ -21,6 +21,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { keys } from '../src/redis/keys.js';
+import { DEFAULT_RECENT_RUNS } from '../src/redis/record.js';
 import { freePort, startRedis } from '../test/helpers/redis.js';
 import { spread, type Spread } from './analyze.js';
 import { ROOT } from './cluster.js';
@@ -35,6 +36,13 @@ export interface S8Figures {
   readonly firstRunMs: Array<number | null>;
   readonly rssMb: number[];
   readonly redisBytesPerJob: number;
+  /**
+   * Bytes a recent run takes in a job's list (the 10 s jobs' lists after the window, key
+   * overhead included), and how many a job keeps (the default `recentRuns`): a job's share of
+   * Redis grows by their product once it has run that often, as the daily and hourly jobs do.
+   */
+  readonly redisBytesPerRun: number;
+  readonly recentRuns: number;
   readonly page: Spread & { readonly requests: number; readonly errors: number; readonly bytes: number };
   readonly ticks: number;
   readonly duplicates: number;
@@ -192,8 +200,15 @@ export async function runS8(env: NodeJS.ProcessEnv, log: (line: string) => void)
         else duplicates += n - 1;
       }
     }
+    let runBytes = 0;
+    let runEntries = 0;
+    for (let j = 0; j < Math.min(fast, 50); j++) {
+      const key = keys('s8').runs(`job-${String(j).padStart(6, '0')}`);
+      runBytes += Number((await client.memory('USAGE', key)) ?? 0);
+      runEntries += await client.llen(key);
+    }
     const s = spread(latencies);
-    return { jobs, nodes, fastJobs: fast, startMs, firstRunMs, rssMb: rss, redisBytesPerJob, page: { ...s, requests: latencies.length + errors, errors, bytes }, ticks, duplicates, misses, windowS };
+    return { jobs, nodes, fastJobs: fast, startMs, firstRunMs, rssMb: rss, redisBytesPerJob, redisBytesPerRun: runEntries > 0 ? Math.round(runBytes / runEntries) : 0, recentRuns: DEFAULT_RECENT_RUNS, page: { ...s, requests: latencies.length + errors, errors, bytes }, ticks, duplicates, misses, windowS };
   } finally {
     for (const p of procs) p.child.kill('SIGKILL');
     await redis.stop();
@@ -203,13 +218,15 @@ export async function runS8(env: NodeJS.ProcessEnv, log: (line: string) => void)
 /** S8 as lines of text, with the targets. */
 export function formatS8(f: S8Figures): string {
   const mark = (ok: boolean): string => (ok ? 'met' : 'NOT met');
-  const maxStart = Math.max(...f.firstRunMs.map((m) => m ?? Infinity));
+  // Ready for its first tick once its runner started; the first run then waits for the next `*/10` tick.
+  const maxStart = Math.max(...f.startMs);
   return [
     `S8: ${f.jobs} jobs on ${f.nodes} nodes, ${f.fastJobs} every 10 s, ${f.windowS} s window`,
     `page of 100 p50 ${f.page.p50} ms, p99 ${f.page.p99} ms over ${f.page.requests} requests (${f.page.errors} errors) — target p99 <= 20 ms: ${mark(f.page.p99 <= 20)}`,
-    `start to runner started ${f.startMs.join(', ')} ms; to first run ${f.firstRunMs.join(', ')} ms — target <= 10 s: ${mark(maxStart <= 10_000)}`,
+    `start to runner started ${f.startMs.join(', ')} ms — target <= 10 s: ${mark(maxStart <= 10_000)}; to first run (the next */10 tick after) ${f.firstRunMs.join(', ')} ms`,
     `RSS ${f.rssMb.join(', ')} MB — target <= 300 MB: ${mark(Math.max(...f.rssMb) <= 300)}`,
     `Redis ${f.redisBytesPerJob} bytes per job — target <= 2048: ${mark(f.redisBytesPerJob <= 2048)}`,
+    `Redis once every job keeps its ${f.recentRuns} recent runs (${f.redisBytesPerRun} bytes each): ${f.redisBytesPerJob + f.recentRuns * f.redisBytesPerRun} bytes per job — target <= 2048: ${mark(f.redisBytesPerJob + f.recentRuns * f.redisBytesPerRun <= 2048)}`,
     `10 s jobs: ${f.ticks} ticks, ${f.duplicates} duplicates, ${f.misses} misses — target 0 and 0: ${mark(f.duplicates === 0 && f.misses === 0)}`,
   ].join('\n');
 }
