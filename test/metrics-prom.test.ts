@@ -229,6 +229,17 @@ describe('metrics', () => {
     m.detach();
   });
 
+  it('the folded series exist from the first job folded, also when it is a job of another node met in the status', async () => {
+    const core = fakeCore([{ id: 'a', scope: 'installation', fixedRate: '1s' }]);
+    const m = createRunnerMetrics(core, { processMetrics: false, jobLimit: 1, successDeadlines: async () => [{ jobId: 'a', dueBy: 5_000 }, { jobId: 'elsewhere', dueBy: 3_000 }] });
+    const s = samples(await m.registry.metrics());
+    assert.equal(s.get('leasehold_job_success_deadline_timestamp_seconds{job="(other)"}'), 3);
+    const again = samples(await m.registry.metrics());
+    assert.equal(again.get('leasehold_job_runs_total{job="(other)",outcome="failed"}'), 0);
+    assert.equal(again.get('leasehold_job_failing_streak{job="(other)"}'), 0);
+    m.detach();
+  });
+
   it('a scrape stays bounded however many jobs ran on the node: 1,000 jobs with their own series by default', async () => {
     const ids = Array.from({ length: 1_500 }, (_, i) => `j${i}`);
     const core = fakeCore(ids.map((id) => ({ id, scope: 'installation', fixedRate: '1s' })));

@@ -174,7 +174,7 @@ export function createRunnerMetrics(core: MetricsCore, opts: RunnerMetricsOption
       let earliest = Infinity;
       for (const d of deadlines ? await deadlines() : []) {
         if (d.dueBy === null) continue;
-        const job = labels.of(d.jobId);
+        const job = labelOf(d.jobId);
         if (job === OTHER_JOBS) earliest = Math.min(earliest, d.dueBy);
         else this.set({ job }, d.dueBy / 1000);
       }
