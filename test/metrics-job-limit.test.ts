@@ -8,6 +8,9 @@ import { test } from 'node:test';
 import { readConfig } from '../src/cli/config.js';
 import { createRunner } from '../src/index.js';
 import { spawnLeasehold } from './helpers/node.js';
+import { memoryLogger } from './helpers/log.js';
+
+const silent = memoryLogger().logger;
 
 function samples(text: string): Map<string, number> {
   const out = new Map<string, number>();
@@ -23,7 +26,7 @@ test('LEASEHOLD_METRICS_JOB_LIMIT=1: the first job keeps its series, the runs of
   await node.waitFor((l) => l['jobId'] === 'always-fails' && l['outcome'] === 'failed');
   const text = await (await fetch(`http://127.0.0.1:${String(listening['port'])}/metrics`)).text();
   const s = samples(text);
-  assert.deepEqual([...new Set([...text.matchAll(/job="([^"]*)"/g)].map((m) => m[1]))].sort(), ['(other)', 'overrunner']);
+  assert.deepEqual([...new Set([...s.keys()].flatMap((k) => /job="([^"]*)"/.exec(k)?.[1] ?? []))].sort(), ['(other)', 'overrunner']);
   assert.ok((s.get('leasehold_job_runs_total{job="(other)",outcome="timedOut"}') ?? 0) >= 1, 'slowpoke timed out');
   assert.ok((s.get('leasehold_job_runs_total{job="(other)",outcome="failed"}') ?? 0) >= 1, 'always-fails failed');
   assert.ok((s.get('leasehold_job_failing_streak{job="(other)"}') ?? 0) >= 1, 'the longest failing streak among the others');
@@ -39,4 +42,28 @@ test('a metrics job limit that is not a whole number from 0 to 1,000,000 is refu
   assert.equal(readConfig({}, { LEASEHOLD_METRICS_JOB_LIMIT: '0' }).metricsJobLimit, 0);
   assert.equal(readConfig({ 'metrics-job-limit': '25000' }, {}).metricsJobLimit, 25_000);
   assert.throws(() => createRunner({ local: true, metricsJobLimit: -1 }), /metricsJobLimit must be a whole number from 0 to 1000000, got -1/);
+});
+
+test('runner.remove gives a job\'s place under the limit to the next job added, and drops its series', async () => {
+  const runner = createRunner({ local: true, metricsJobLimit: 1, logger: silent });
+  const ran = new Set<string>();
+  runner.on('runEnded', (e) => void ran.add(e.jobId));
+  runner.add({ id: 'first', fixedRate: '50ms', run: () => undefined });
+  await runner.start();
+  try {
+    for (const deadline = Date.now() + 10_000; !ran.has('first'); ) {
+      assert.ok(Date.now() < deadline, 'first ran');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    assert.equal(runner.remove('first'), true);
+    runner.add({ id: 'second', fixedRate: '50ms', run: () => undefined });
+    for (const deadline = Date.now() + 10_000; !ran.has('second'); ) {
+      assert.ok(Date.now() < deadline, 'second ran');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const s = samples(await runner.metrics.metrics());
+    assert.deepEqual([...new Set([...s.keys()].flatMap((k) => /job="([^"]*)"/.exec(k)?.[1] ?? []))], ['second']);
+  } finally {
+    await runner.stop();
+  }
 });

@@ -38,6 +38,11 @@ function samples(text: string): Map<string, number> {
   return out;
 }
 
+/** The `job` labels of a scrape's samples (its HELP lines name `(other)` too). */
+function jobsNamedIn(text: string): Set<string> {
+  return new Set([...samples(text).keys()].flatMap((k) => /job="([^"]*)"/.exec(k)?.[1] ?? []));
+}
+
 const base = { runId: 'r', scope: 'installation' as const, instanceId: 'n', fencingToken: 1, manual: false, attempt: 1, willRetry: false, cause: undefined, error: undefined };
 
 describe('metrics', () => {
@@ -201,7 +206,7 @@ describe('metrics', () => {
     core.emitter.emit('jobState', { jobId: 'd', state: 'invalidSchedule', cause: 'x' });
     const text = await m.registry.metrics();
     let s = samples(text);
-    const jobsNamed = new Set([...text.matchAll(/job="([^"]*)"/g)].map((x) => x[1]));
+    const jobsNamed = jobsNamedIn(text);
     assert.deepEqual([...jobsNamed].sort(), ['(other)', 'a', 'b'], 'the first two jobs registered have series of their own, the rest one series');
     assert.equal(s.get('leasehold_job_runs_total{job="a",outcome="succeeded"}'), 1);
     assert.equal(s.get('leasehold_job_runs_total{job="b",outcome="succeeded"}'), 0, 'zero series for the jobs with their own');
@@ -240,6 +245,20 @@ describe('metrics', () => {
     m.detach();
   });
 
+  it('a job removed gives back its place and its series: a node whose jobs come and go stays within its limit', async () => {
+    const core = fakeCore([{ id: 'a', scope: 'installation', fixedRate: '1s' }, { id: 'b', scope: 'installation', fixedRate: '1s' }]);
+    const m = createRunnerMetrics(core, { processMetrics: false, jobLimit: 2 });
+    const end = (jobId: string, outcome: 'succeeded' | 'failed') => core.emitter.emit('runEnded', { ...base, jobId, scheduledAt: 0, startedAt: 0, lagMs: 0, outcome, endedAt: 1, durationMs: 1 });
+    end('b', 'failed');
+    m.removeJob('b');
+    m.addJob('c', 'installation');
+    end('c', 'succeeded');
+    const text = await m.registry.metrics();
+    assert.deepEqual([...jobsNamedIn(text)].sort(), ['a', 'c'], 'b is gone and c has its place');
+    assert.equal(samples(text).get('leasehold_job_runs_total{job="c",outcome="succeeded"}'), 1);
+    m.detach();
+  });
+
   it('a scrape stays bounded however many jobs ran on the node: 1,000 jobs with their own series by default', async () => {
     const ids = Array.from({ length: 1_500 }, (_, i) => `j${i}`);
     const core = fakeCore(ids.map((id) => ({ id, scope: 'installation', fixedRate: '1s' })));
@@ -250,7 +269,7 @@ describe('metrics', () => {
     }
     const text = await m.registry.metrics();
     const s = samples(text);
-    assert.equal(new Set([...text.matchAll(/job="([^"]*)"/g)].map((x) => x[1])).size, 1_001);
+    assert.equal(jobsNamedIn(text).size, 1_001);
     assert.equal(s.get('leasehold_job_runs_total{job="j999",outcome="succeeded"}'), 1);
     assert.equal(s.get('leasehold_job_runs_total{job="j1000",outcome="succeeded"}'), undefined);
     assert.equal(s.get('leasehold_job_runs_total{job="(other)",outcome="succeeded"}'), 500);

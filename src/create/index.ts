@@ -113,9 +113,14 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
     metrics.addJob(view.job.id, view.job.scope);
     return jobInfo(view);
   };
+  const remove = (id: string): boolean => {
+    const removed = core.remove(id);
+    if (removed) metrics.removeJob(id);
+    return removed;
+  };
   const registrations = new Registrations({
     add,
-    remove: (id) => core.remove(id),
+    remove: (id) => remove(id),
     // On a worker executor the task names its module, which the thread loads the method from.
     checkTask: (task) => void tasks.check(task),
     addTask: (task) => void tasks.add(task as TaskDefinition),
@@ -154,7 +159,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
     on: (event, fn) => core.on(event, fn),
     jobs: () => core.jobs().map(jobInfo),
     runNow: (id) => core.runNow(id),
-    remove: (id) => core.remove(id),
+    remove: (id) => remove(id),
     cancel: (id) => core.cancel(id),
     routes: node.routes,
     metrics: metrics.registry,

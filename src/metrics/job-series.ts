@@ -45,6 +45,11 @@ export class JobLabels {
     return OTHER_JOBS;
   }
 
+  /** The job is gone from the node: its place, if it had one, is free for another. */
+  forget(jobId: string): boolean {
+    return this.own.delete(jobId);
+  }
+
   /** Whether the job has series of its own (without taking a place for it). */
   hasOwn(jobId: string): boolean {
     return this.own.has(jobId);

@@ -73,6 +73,8 @@ export interface RunnerMetrics {
   readonly registry: Registry;
   /** Creates the series of a job with zero values, so rates work from the first scrape. */
   addJob(jobId: string, scope: 'instance' | 'installation'): void;
+  /** Drops the series of a job removed from the node, and frees its place under the job limit. */
+  removeJob(jobId: string): void;
   /** Stops listening to the runner. */
   detach(): void;
 }
@@ -285,6 +287,19 @@ export function createRunnerMetrics(core: MetricsCore, opts: RunnerMetricsOption
     const ms = core.intervalOf(jobId);
     if (ms !== undefined && labels.hasOwn(jobId)) intervals.set(jobId, ms);
   };
+  const removeJob = (jobId: string): void => {
+    otherStreaks.delete(jobId);
+    otherInvalid.delete(jobId);
+    if (!labels.forget(jobId)) return;
+    intervals.delete(jobId);
+    const job = jobId;
+    for (const outcome of Object.values(RunOutcomes)) {
+      runs.remove({ job, outcome });
+      durations.remove({ job, outcome });
+    }
+    for (const reason of Object.values(SkipReasons)) skips.remove({ job, reason });
+    for (const metric of [missed, lag, leaseLost, streak, lastSuccess, invalid]) metric.remove({ job });
+  };
   const isFailure = (outcome: string): boolean => outcome !== 'succeeded' && outcome !== 'interrupted' && outcome !== 'cancelled';
   for (const v of core.jobs()) addJob(v.job.id, v.job.scope);
 
@@ -335,6 +350,7 @@ export function createRunnerMetrics(core: MetricsCore, opts: RunnerMetricsOption
   return {
     registry,
     addJob,
+    removeJob,
     detach: () => offs.forEach((off) => off()),
   };
 }
