@@ -24,6 +24,15 @@ export const RunOutcomes = {
 /** One of {@link RunOutcomes}. */
 export type RunOutcome = (typeof RunOutcomes)[keyof typeof RunOutcomes];
 
+/**
+ * Whether a run's end counts in its job's failing streak: a success ends it, any other outcome
+ * extends it, but a run stopped from outside (`interrupted` by a shutdown, `cancelled` by an
+ * operator) neither ends nor extends it.
+ */
+export function countsInStreak(outcome: RunOutcome): boolean {
+  return outcome !== RunOutcomes.interrupted && outcome !== RunOutcomes.cancelled;
+}
+
 /** The outcome of a run (or a task) aborted for each reason. */
 export const ABORT_OUTCOMES: Readonly<Record<AbortReasonCode, RunOutcome>> = {
   timeout: 'timedOut',

@@ -3,7 +3,7 @@
  * bounded batch, and turned into what `record.lua` applies. Pure: no I/O.
  * @module
  */
-import type { RunEndedEvent, RunOutcome, SkippedEvent } from '../runner/events.js';
+import { countsInStreak, type RunEndedEvent, type RunOutcome, type SkippedEvent } from '../runner/events.js';
 import type { LeaseLostRun, RecordBatch } from '../redis/record.js';
 
 /** Longest `lastError` (and run error) kept, in characters. */
@@ -188,10 +188,10 @@ export class JobBatch {
         this.successAtMs = e.endedAt;
         this.fails = 0;
       }
-    } else if (e.outcome !== 'interrupted' && e.outcome !== 'cancelled') {
+    } else if (countsInStreak(e.outcome)) {
       this.fails += 1;
     }
-    if (e.outcome !== 'interrupted' && e.outcome !== 'cancelled') this.streak?.add(e);
+    if (countsInStreak(e.outcome)) this.streak?.add(e);
     const error = clip(e.error);
     const fields = {
       lastOutcome: e.outcome,
