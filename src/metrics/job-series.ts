@@ -32,7 +32,11 @@ export class JobLabels {
   private readonly own = new Set<string>();
   private folded = false;
 
-  constructor(private readonly limit: number) {}
+  /** @param onFirstFold - called once, when the first job is folded into {@link OTHER_JOBS}. */
+  constructor(
+    private readonly limit: number,
+    private readonly onFirstFold: () => void = () => undefined,
+  ) {}
 
   /** The label of the job's series; a job not met before takes a place of its own while one is left. */
   of(jobId: string): string {
@@ -41,7 +45,10 @@ export class JobLabels {
       this.own.add(jobId);
       return jobId;
     }
-    this.folded = true;
+    if (!this.folded) {
+      this.folded = true;
+      this.onFirstFold();
+    }
     return OTHER_JOBS;
   }
 
