@@ -9,14 +9,9 @@ import { readConfig } from '../src/cli/config.js';
 import { createRunner } from '../src/index.js';
 import { spawnLeasehold } from './helpers/node.js';
 import { memoryLogger } from './helpers/log.js';
+import { jobsNamedIn, samples } from './helpers/metrics.js';
 
 const silent = memoryLogger().logger;
-
-function samples(text: string): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const m of text.matchAll(/^([^#\s][^ ]*) (\S+)$/gm)) out.set(m[1] ?? '', Number(m[2]));
-  return out;
-}
 
 test('LEASEHOLD_METRICS_JOB_LIMIT=1: the first job keeps its series, the runs of the others add up in job="(other)"', async () => {
   // jobs-basic.mjs registers overrunner, slowpoke, always-fails and long-runner, in that order.
@@ -26,7 +21,7 @@ test('LEASEHOLD_METRICS_JOB_LIMIT=1: the first job keeps its series, the runs of
   await node.waitFor((l) => l['jobId'] === 'always-fails' && l['outcome'] === 'failed');
   const text = await (await fetch(`http://127.0.0.1:${String(listening['port'])}/metrics`)).text();
   const s = samples(text);
-  assert.deepEqual([...new Set([...s.keys()].flatMap((k) => /job="([^"]*)"/.exec(k)?.[1] ?? []))].sort(), ['(other)', 'overrunner']);
+  assert.deepEqual([...jobsNamedIn(text)].sort(), ['(other)', 'overrunner']);
   assert.ok((s.get('leasehold_job_runs_total{job="(other)",outcome="timedOut"}') ?? 0) >= 1, 'slowpoke timed out');
   assert.ok((s.get('leasehold_job_runs_total{job="(other)",outcome="failed"}') ?? 0) >= 1, 'always-fails failed');
   assert.ok((s.get('leasehold_job_failing_streak{job="(other)"}') ?? 0) >= 1, 'the longest failing streak among the others');
@@ -61,8 +56,7 @@ test('runner.remove gives a job\'s place under the limit to the next job added, 
       assert.ok(Date.now() < deadline, 'second ran');
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
-    const s = samples(await runner.metrics.metrics());
-    assert.deepEqual([...new Set([...s.keys()].flatMap((k) => /job="([^"]*)"/.exec(k)?.[1] ?? []))], ['second']);
+    assert.deepEqual([...jobsNamedIn(await runner.metrics.metrics())], ['second']);
   } finally {
     await runner.stop();
   }

@@ -11,6 +11,7 @@ import { readDeclaration } from '../src/schedule/setting.js';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { createRunnerMetrics, DURATION_BUCKETS, LAG_BUCKETS, METRIC_NAMES, type MetricsCore } from '../src/metrics/prom.js';
 import { ErrorCodes, LeaseholdError } from '../src/errors.js';
+import { jobsNamedIn, samples } from './helpers/metrics.js';
 
 function fakeCore(jobs: Array<Record<string, unknown>>): MetricsCore & { emitter: Emitter } {
   const emitter = new Emitter((err) => {
@@ -27,20 +28,6 @@ function fakeCore(jobs: Array<Record<string, unknown>>): MetricsCore & { emitter
     job: (id) => views.find((v) => v.job.id === id),
     intervalOf: (id) => views.find((v) => v.job.id === id)?.schedule?.trigger.intervalMs,
   };
-}
-
-function samples(text: string): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    const m = /^([^#\s][^ ]*) (\S+)$/.exec(line);
-    if (m) out.set(m[1] as string, Number(m[2]));
-  }
-  return out;
-}
-
-/** The `job` labels of a scrape's samples (its HELP lines name `(other)` too). */
-function jobsNamedIn(text: string): Set<string> {
-  return new Set([...samples(text).keys()].flatMap((k) => /job="([^"]*)"/.exec(k)?.[1] ?? []));
 }
 
 const base = { runId: 'r', scope: 'installation' as const, instanceId: 'n', fencingToken: 1, manual: false, attempt: 1, willRetry: false, cause: undefined, error: undefined };
