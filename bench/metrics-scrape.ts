@@ -26,7 +26,9 @@ async function measure(jobs: number, limit: number | undefined): Promise<string>
   runner.on('runEnded', () => void ran++);
   for (let i = 0; i < jobs; i++) runner.add({ id: `job-${String(i).padStart(6, '0')}`, fixedRate: '1h', run: () => undefined });
   await runner.start();
-  while (ran < jobs) await sleep(100);
+  for (const deadline = Date.now() + 600_000; ran < jobs; await sleep(100)) {
+    if (Date.now() > deadline) throw new Error(`${ran} of ${jobs} jobs ran in 10 min`);
+  }
   const times: number[] = [];
   let text = '';
   for (let i = 0; i < 4; i++) {
