@@ -152,15 +152,16 @@ export function readConfig(flags: Record<string, string | boolean | undefined>, 
       bad('shutdownGrace', 'is not a duration (use milliseconds or a string like 500ms, 10s, 1m)');
     }
   }
-  if (out['recentRuns'] !== undefined && !(/^\d{1,4}$/.test(out['recentRuns']) && Number(out['recentRuns']) >= 1 && Number(out['recentRuns']) <= 1_000)) {
-    bad('recentRuns', 'is not a whole number from 1 to 1000');
-  }
-  if (out['metricsJobLimit'] !== undefined && !(/^(0|[1-9]\d{0,6})$/.test(out['metricsJobLimit']) && Number(out['metricsJobLimit']) <= 1_000_000)) {
-    bad('metricsJobLimit', 'is not a whole number from 0 to 1000000');
-  }
-  if (out['eventsMaxClients'] !== undefined && !(/^[1-9]\d{0,5}$/.test(out['eventsMaxClients']) && Number(out['eventsMaxClients']) >= 1 && Number(out['eventsMaxClients']) <= 100_000)) {
-    bad('eventsMaxClients', 'is not a whole number from 1 to 100000');
-  }
+  // A whole number written plainly (no sign, no leading zero), so the value read is the one given.
+  const wholeNumber = (key: 'recentRuns' | 'metricsJobLimit' | 'eventsMaxClients', min: number, max: number): number | undefined => {
+    const raw = out[key];
+    if (raw === undefined) return undefined;
+    if (!/^(0|[1-9]\d{0,9})$/.test(raw) || Number(raw) < min || Number(raw) > max) bad(key, `is not a whole number from ${min} to ${max}`);
+    return Number(raw);
+  };
+  const recentRuns = wholeNumber('recentRuns', 1, 1_000);
+  const metricsJobLimit = wholeNumber('metricsJobLimit', 0, 1_000_000);
+  const eventsMaxClients = wholeNumber('eventsMaxClients', 1, 100_000);
   // A REDIS_SENTINEL_NAME left in the environment without Sentinels is not used.
   checkRedisSource(
     { url: out['redisUrl'], clusterNodes: out['redisClusterNodes'], sentinels: out['redisSentinels'], sentinelName: out['redisSentinelName'] },
@@ -186,10 +187,10 @@ export function readConfig(flags: Record<string, string | boolean | undefined>, 
     shutdownGrace: out['shutdownGrace'] ?? '10s',
     logLevel: out['logLevel'] ?? 'info',
     logFormat: out['logFormat'],
-    recentRuns: out['recentRuns'] === undefined ? undefined : Number(out['recentRuns']),
-    metricsJobLimit: out['metricsJobLimit'] === undefined ? undefined : Number(out['metricsJobLimit']),
+    recentRuns,
+    metricsJobLimit,
     handoffDelay: out['handoffDelay'],
-    eventsMaxClients: out['eventsMaxClients'] === undefined ? undefined : Number(out['eventsMaxClients']),
+    eventsMaxClients,
     privateRedis: out['privateRedis'] === 'true',
     local: out['local'] === 'true',
   };

@@ -120,7 +120,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
   };
   const registrations = new Registrations({
     add,
-    remove: (id) => remove(id),
+    remove,
     // On a worker executor the task names its module, which the thread loads the method from.
     checkTask: (task) => void tasks.check(task),
     addTask: (task) => void tasks.add(task as TaskDefinition),
@@ -159,7 +159,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
     on: (event, fn) => core.on(event, fn),
     jobs: () => core.jobs().map(jobInfo),
     runNow: (id) => core.runNow(id),
-    remove: (id) => remove(id),
+    remove,
     cancel: (id) => core.cancel(id),
     routes: node.routes,
     metrics: metrics.registry,
