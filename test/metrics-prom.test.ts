@@ -232,6 +232,20 @@ describe('metrics', () => {
     m.detach();
   });
 
+  it('a job of another node met in the status takes no place: a job the node adds later still gets series of its own', async () => {
+    const core = fakeCore([{ id: 'a', scope: 'installation', fixedRate: '1s' }]);
+    const m = createRunnerMetrics(core, { processMetrics: false, jobLimit: 2, successDeadlines: async () => [{ jobId: 'a', dueBy: 5_000 }, { jobId: 'elsewhere', dueBy: 3_000 }] });
+    const first = samples(await m.registry.metrics());
+    assert.equal(first.get('leasehold_job_success_deadline_timestamp_seconds{job="elsewhere"}'), 3, 'a free place shows its deadline under its id');
+    m.addJob('b', 'installation');
+    core.emitter.emit('runEnded', { ...base, jobId: 'b', scheduledAt: 0, startedAt: 0, lagMs: 0, outcome: 'succeeded', endedAt: 1, durationMs: 1 });
+    const text = await m.registry.metrics();
+    assert.equal(samples(text).get('leasehold_job_runs_total{job="b",outcome="succeeded"}'), 1);
+    assert.equal(samples(text).get('leasehold_job_success_deadline_timestamp_seconds{job="(other)"}'), 3, 'with no place left, the other node\'s job is folded');
+    assert.deepEqual([...jobsNamedIn(text)].sort(), ['(other)', 'a', 'b']);
+    m.detach();
+  });
+
   it('a job removed gives back its place and its series: a node whose jobs come and go stays within its limit', async () => {
     const core = fakeCore([{ id: 'a', scope: 'installation', fixedRate: '1s' }, { id: 'b', scope: 'installation', fixedRate: '1s' }]);
     const m = createRunnerMetrics(core, { processMetrics: false, jobLimit: 2 });

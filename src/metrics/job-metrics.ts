@@ -101,9 +101,11 @@ export function jobMetrics(core: MetricsCore, registers: Registry[], opts: JobMe
       this.reset();
       // The jobs beyond the limit show the earliest of their deadlines: the alert on it fires with the first overdue.
       let earliest = Infinity;
-      for (const d of deadlines ? await deadlines() : []) {
+      const list = deadlines ? await deadlines() : [];
+      const labelOf = labels.borrow();
+      for (const d of list) {
         if (d.dueBy === null) continue;
-        const job = labels.of(d.jobId);
+        const job = labelOf(d.jobId);
         if (job === OTHER_JOBS) earliest = Math.min(earliest, d.dueBy);
         else this.set({ job }, d.dueBy / 1000);
       }

@@ -45,6 +45,25 @@ export class JobLabels {
       this.own.add(jobId);
       return jobId;
     }
+    return this.fold();
+  }
+
+  /**
+   * Labels for one scrape's series of jobs the node may not run (met in the cluster's status): a
+   * job with a place keeps its label, the others use the places still free for this scrape only,
+   * so that a job the node adds later still finds one. The rest are folded.
+   */
+  borrow(): (jobId: string) => string {
+    let free = this.limit - this.own.size;
+    return (jobId) => {
+      if (this.own.has(jobId)) return jobId;
+      if (free <= 0) return this.fold();
+      free--;
+      return jobId;
+    };
+  }
+
+  private fold(): string {
     if (!this.folded) {
       this.folded = true;
       this.onFirstFold();
