@@ -19,6 +19,7 @@ const FIGURES = [
   ['miss', (f) => f.misses],
   ['late p50', (f) => f.latenessMs?.p50],
   ['p99', (f) => f.latenessMs?.p99],
+  ['p99 30 s on', (f) => f.steadyLatenessMs?.p99],
   ['redis cmd/run', (f) => f.redisCommandsPerRun],
   ['redis cpu ms/run', (f) => f.redisCpuMsPerRun],
   ['cpu ms/run', (f) => f.cpuMsPerRun],

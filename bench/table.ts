@@ -19,7 +19,7 @@ export function columns(header: readonly string[], rows: ReadonlyArray<readonly 
 
 /** The results as text. */
 export function formatTable(results: BenchResults): string {
-  const timedHeader = ['scenario', 'system', 'runs', 'dup', 'miss', 'late p50', 'p99', 'max', 'redis cmd/run', 'sent/run', 'writes/run', 'redis cpu ms/run', 'cpu ms/run', 'rss MB'];
+  const timedHeader = ['scenario', 'system', 'runs', 'dup', 'miss', 'late p50', 'p99', 'max', 'p99 30 s on', 'redis cmd/run', 'sent/run', 'writes/run', 'redis cpu ms/run', 'cpu ms/run', 'rss MB'];
   const timed: string[][] = [];
   const crashes: string[][] = [];
   const status: string[][] = [];
@@ -31,7 +31,7 @@ export function formatTable(results: BenchResults): string {
         continue;
       }
       if ('runs' in f) {
-        timed.push([s.name, system, cell(f.runs), cell(f.duplicates), cell(f.misses), cell(f.latenessMs.p50), cell(f.latenessMs.p99), cell(f.latenessMs.max), cell(f.redisCommandsPerRun), cell(f.redisRoundTripsPerRun), cell(f.redisBatchesPerRun), cell(f.redisCpuMsPerRun), cell(f.cpuMsPerRun), cell(f.rssMb)]);
+        timed.push([s.name, system, cell(f.runs), cell(f.duplicates), cell(f.misses), cell(f.latenessMs.p50), cell(f.latenessMs.p99), cell(f.latenessMs.max), cell(f.steadyLatenessMs?.p99 ?? null), cell(f.redisCommandsPerRun), cell(f.redisRoundTripsPerRun), cell(f.redisBatchesPerRun), cell(f.redisCpuMsPerRun), cell(f.cpuMsPerRun), cell(f.rssMb)]);
         if (f.crash) {
           const c = f.crash;
           crashes.push([s.name, system, cell(c.atMs), cell(c.inFlightAtKill), cell(f.misses), cell(c.missesBeyondLease), cell(c.lateTicks), cell(c.lateMs.p50), cell(c.lateMs.max), cell(c.inFlightRerun), cell(c.inFlightRerunLateMs.max), cell(c.afterKillMs.p50), cell(c.afterKillMs.max), cell(c.afterKillLate)]);

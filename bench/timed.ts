@@ -21,6 +21,8 @@ export interface TimedFigures {
   readonly misses: number;
   readonly expectedTicks: number;
   readonly latenessMs: Spread;
+  /** Lateness of the ticks due 30 s or more into the window, the steady state (see `STEADY_AFTER_MS`); absent in results of before 6 December. */
+  readonly steadyLatenessMs?: Spread;
   readonly redisCommandsPerRun: number;
   readonly redisRoundTripsPerRun: number;
   readonly redisBatchesPerRun: number;
@@ -192,6 +194,7 @@ export async function runTimed(scenario: TimedScenario, system: SystemName, leas
       misses: ticks.misses,
       expectedTicks: ticks.expectedTicks,
       latenessMs: ticks.latenessMs,
+      steadyLatenessMs: ticks.steadyLatenessMs,
       redisCommandsPerRun: per(end.redis.commands - start.redis.commands - OWN_COMMANDS_IN_WINDOW),
       redisRoundTripsPerRun: per(commands),
       redisBatchesPerRun: per(batches),

@@ -17,6 +17,7 @@ import { checkTargets, formatTargets } from '../bench/targets.js';
 import { formatS6, readS6Options, runS6 } from '../bench/s6.js';
 import { scaleOutRows } from '../bench/scaleout.js';
 import { measuredWindow, type TimedFigures } from '../bench/timed.js';
+import { analyzeRuns, type RunRecord } from '../bench/analyze.js';
 
 // S1 runs 6 s per system: once the processes are up (2 to 3 s), a window of two or three whole
 // periods, 40 to 60 runs each, decides the shape of the figures; the figures themselves are the
@@ -69,6 +70,22 @@ test('bench: a window opens and closes half a period after a tick and spans at l
   // A start too slow for one period still gets one (the run is lengthened to hold it).
   assert.deepEqual(measuredWindow(25_100, 27_500, 10_000), { from: 25_000 + 10_000, to: 45_000 });
   assert.deepEqual(measuredWindow(1_000, 2_000, 1_000, 5_000), { from: 1_500, to: 6_500 });
+});
+
+test('bench: lateness is judged over the whole window and, apart, over its ticks from the 30th second on', () => {
+  // Ten jobs every 10 s over 70 s: the first tick 200 ms late (a node's first ticks run cold), the others 10 ms.
+  const from = 1_000_005_000;
+  const runs: RunRecord[] = [];
+  for (let k = 0; k < 7; k++) {
+    const tick = from + 5_000 + k * 10_000;
+    for (let job = 0; job < 10; job++) runs.push({ job, tick, start: tick + (k === 0 ? 200 : 10), worker: 0 });
+  }
+  const long = analyzeRuns({ runs, jobs: 10, periodMs: 10_000, from, to: from + 70_000 });
+  assert.equal(long.latenessMs.p99, 200);
+  assert.equal(long.steadyLatenessMs.p99, 10);
+  // A window no longer than STEADY_AFTER_MS is judged whole both ways.
+  const short = analyzeRuns({ runs, jobs: 10, periodMs: 10_000, from, to: from + 30_000 });
+  assert.equal(short.steadyLatenessMs.p99, 200);
 });
 
 test('bench: S5 runs one window per size of the cluster and reports each node share', { timeout: 60_000 }, async () => {
