@@ -50,7 +50,7 @@ export class Slot {
   dueSince = -Infinity;
   /**
    * How long before its grid tick this job's claim goes out, learned from the round trips of its
-   * last claims (0 until one is answered: the coordinator's lead).
+   * last claims (0 until one is answered: the first claim lead, see `firstClaimLead`).
    */
   claimLeadMs = 0;
   /** Grid ticks this node skipped as overruns since its last claim won (undefined: none). */

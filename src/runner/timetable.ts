@@ -7,6 +7,7 @@
 import { MAX_TIMER_MS, nextTurn, type TimerHandle, type Timers } from '../clock.js';
 import type { ClaimMode, Coordinator } from '../lease/port.js';
 import type { Emitter } from './events.js';
+import { claimLeadOf } from './claims.js';
 import { MinHeap } from './heap.js';
 import { placeOf, type ClaimOrder } from './order.js';
 import type { Slot } from './slot.js';
@@ -133,8 +134,8 @@ export class Timetable {
 
   /**
    * When a tick fires. An installation job: its first claimer fires ahead of a grid tick (cron,
-   * fixedRate) by the coordinator's claim lead or the lead its last claims' round trips asked for
-   * if longer, at most a quarter of its interval, so the claim's round trip is over when the tick
+   * fixedRate) by the lead its last claims' round trips asked for (before any, its first claim
+   * lead), at most a quarter of its interval, so the claim's round trip is over when the tick
    * comes (the run still starts on the tick); the backup and the others fire a hand-off delay
    * after it. Everything else fires on the tick.
    */
@@ -144,7 +145,7 @@ export class Timetable {
     const lead = this.host.coordinator.claimLeadMs ?? 0;
     const trigger = slot.effective?.trigger;
     if (lead <= 0 || !trigger || trigger.kind === 'fixedDelay') return tick;
-    return tick - Math.min(Math.max(lead, slot.claimLeadMs), Math.floor(trigger.intervalMs / 4));
+    return tick - Math.min(claimLeadOf(slot, lead), Math.floor(trigger.intervalMs / 4));
   }
 
   private push(slot: Slot, at: number, tick: number, kind: 'fire' | 'retry', mode: ClaimMode, announce = true): void {
