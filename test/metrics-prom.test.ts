@@ -13,7 +13,7 @@ import { createRunnerMetrics, DURATION_BUCKETS, LAG_BUCKETS, METRIC_NAMES, type 
 import { ErrorCodes, LeaseholdError } from '../src/errors.js';
 import { jobsNamedIn, samples } from './helpers/metrics.js';
 
-function fakeCore(jobs: Array<Record<string, unknown>>): MetricsCore & { emitter: Emitter } {
+function fakeCore(jobs: Array<Record<string, unknown>>): MetricsCore & { emitter: Emitter; unregister(id: string): void } {
   const emitter = new Emitter((err) => {
     throw err;
   });
@@ -27,6 +27,7 @@ function fakeCore(jobs: Array<Record<string, unknown>>): MetricsCore & { emitter
     jobs: () => views,
     job: (id) => views.find((v) => v.job.id === id),
     intervalOf: (id) => views.find((v) => v.job.id === id)?.schedule?.trigger.intervalMs,
+    unregister: (id) => void views.splice(views.findIndex((v) => v.job.id === id), 1),
   };
 }
 
@@ -257,6 +258,20 @@ describe('metrics', () => {
     const text = await m.registry.metrics();
     assert.deepEqual([...jobsNamedIn(text)].sort(), ['a', 'c'], 'b is gone and c has its place');
     assert.equal(samples(text).get('leasehold_job_runs_total{job="c",outcome="succeeded"}'), 1);
+    m.detach();
+  });
+
+  it('a run of a job removed while it ran counts in job="(other)" when it ends, and takes no place back', async () => {
+    const core = fakeCore([{ id: 'a', scope: 'installation', fixedRate: '1s' }, { id: 'b', scope: 'installation', fixedRate: '1s' }]);
+    const m = createRunnerMetrics(core, { processMetrics: false, jobLimit: 2 });
+    core.unregister('b');
+    m.removeJob('b');
+    core.emitter.emit('runEnded', { ...base, jobId: 'b', scheduledAt: 0, startedAt: 0, lagMs: 0, outcome: 'failed', endedAt: 1, durationMs: 1 });
+    m.addJob('c', 'installation');
+    const text = await m.registry.metrics();
+    assert.equal(samples(text).get('leasehold_job_runs_total{job="(other)",outcome="failed"}'), 1, 'the run is counted');
+    assert.equal(samples(text).get('leasehold_job_failing_streak{job="(other)"}'), 0, 'a job gone keeps no streak');
+    assert.deepEqual([...jobsNamedIn(text)].sort(), ['(other)', 'a', 'c'], 'b is gone for good and c has its place');
     m.detach();
   });
 

@@ -160,18 +160,24 @@ export function jobMetrics(core: MetricsCore, registers: Registry[], opts: JobMe
     for (const metric of [missed, lag, leaseLost, streak, lastSuccess, invalid]) metric.remove({ job: jobId });
   };
   for (const v of core.jobs()) addJob(v.job.id, v.job.scope);
+  // A run of a job removed while it ran ends after the job's series went: it counts in (other),
+  // and takes no place back (series made again now would outlive the job).
+  const registered = (jobId: string): boolean => labels.hasOwn(jobId) || core.job(jobId) !== undefined;
+  const labelOf = (jobId: string): string => (registered(jobId) ? labels.of(jobId) : labels.fold());
 
   const offs = [
     core.on('runStarted', (e) => {
-      if (!e.manual && e.attempt === 1) lag.observe({ job: labels.of(e.jobId) }, Math.max(0, e.lagMs) / 1000);
+      if (!e.manual && e.attempt === 1) lag.observe({ job: labelOf(e.jobId) }, Math.max(0, e.lagMs) / 1000);
     }),
     core.on('runEnded', (e) => {
       if (e.willRetry) return; // a tick counts once, by its final attempt
-      const job = labels.of(e.jobId);
+      const known = registered(e.jobId);
+      const job = known ? labels.of(e.jobId) : labels.fold();
       runs.inc({ job, outcome: e.outcome });
       // A lost run's duration is not known (only when it was found): it is not observed.
       if (e.outcome !== 'lost') durations.observe({ job, outcome: e.outcome }, Math.max(0, e.durationMs) / 1000);
       if (e.outcome === 'lockLost') leaseLost.inc({ job });
+      if (!known) return; // a job gone keeps no streak
       if (job === OTHER_JOBS) {
         if (e.outcome === 'succeeded') otherStreaks.delete(e.jobId);
         else if (countsInStreak(e.outcome)) otherStreaks.set(e.jobId, (otherStreaks.get(e.jobId) ?? 0) + 1);
@@ -184,14 +190,15 @@ export function jobMetrics(core: MetricsCore, registers: Registry[], opts: JobMe
     }),
     core.on('scheduled', (e) => updateInterval(e.jobId)),
     core.on('jobState', (e) => {
+      if (!registered(e.jobId)) return;
       const job = labels.of(e.jobId);
       const bad = e.state === 'invalidSchedule';
       if (job !== OTHER_JOBS) invalid.set({ job }, bad ? 1 : 0);
       else if (bad) otherInvalid.add(e.jobId);
       else otherInvalid.delete(e.jobId);
     }),
-    core.on('skipped', (e) => skips.inc({ job: labels.of(e.jobId), reason: e.reason })),
-    core.on('missed', (e) => missed.inc({ job: labels.of(e.jobId) }, e.count)),
+    core.on('skipped', (e) => skips.inc({ job: labelOf(e.jobId), reason: e.reason })),
+    core.on('missed', (e) => missed.inc({ job: labelOf(e.jobId) }, e.count)),
   ];
   return { addJob, removeJob, detach: () => offs.forEach((off) => off()) };
 }

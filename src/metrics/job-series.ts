@@ -63,7 +63,8 @@ export class JobLabels {
     };
   }
 
-  private fold(): string {
+  /** The label of a job that keeps no series of its own: {@link OTHER_JOBS}. */
+  fold(): string {
     if (!this.folded) {
       this.folded = true;
       this.onFirstFold();
