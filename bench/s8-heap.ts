@@ -80,6 +80,19 @@ if (typeof WebSocket === 'undefined') {
   console.error('bench/s8-heap.ts talks to the node\'s inspector over a WebSocket: run it on Node 22 or later, or with node --experimental-websocket --import tsx');
   process.exit(1);
 }
+/** `promise`, or a rejection naming `what` once `ms` have passed without it settling. */
+async function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`waited ${ms / 1000} s for ${what}`)), ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 const redis = await startRedis();
 const inspectPort = await freePort();
 const ports = await Promise.all([0, 1, 2].map(() => freePort()));
@@ -93,22 +106,23 @@ try {
   }
   if (target === undefined) throw new Error('the node\'s inspector did not answer');
   const ws = new WebSocket(target);
-  await new Promise((resolve, reject) => {
+  await within(10_000, 'the inspector\'s WebSocket to open', new Promise((resolve, reject) => {
     ws.addEventListener('open', resolve);
     ws.addEventListener('error', reject);
-  });
+  }));
   let seq = 0;
   const waiting = new Map<number, (result: unknown) => void>();
   ws.addEventListener('message', (e: MessageEvent) => {
     const m = JSON.parse(String(e.data)) as { id?: number; result?: unknown };
     if (m.id !== undefined) waiting.get(m.id)?.(m.result);
   });
+  // A profile of a large heap takes a while to write; an inspector that never answers fails the run.
   const send = (method: string, params: object = {}): Promise<unknown> =>
-    new Promise((resolve) => {
+    within(120_000, `the inspector's answer to ${method}`, new Promise((resolve) => {
       const id = ++seq;
       waiting.set(id, resolve);
       ws.send(JSON.stringify({ id, method, params }));
-    });
+    }));
   await send('HeapProfiler.enable');
   await send('HeapProfiler.startSampling', SAMPLING);
   await send('Runtime.runIfWaitingForDebugger');
