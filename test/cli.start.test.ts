@@ -38,6 +38,19 @@ test('SIGINT stops the node cleanly too', async () => {
   assert.equal((await node.exited).code, 0);
 });
 
+test('a node whose jobs module holds a handle open (a pool, a client) still exits 0 on SIGTERM, naming what was left open', { timeout: 30_000 }, async () => {
+  const node = spawnLeasehold(['start', '--jobs', 'test/fixtures/jobs-holding.mjs', '--port', '0', '--local']);
+  await node.waitFor((l) => l['msg'] === 'leasehold runner started');
+  const t0 = Date.now();
+  node.kill('SIGTERM');
+  const { code } = await node.exited;
+  assert.equal(code, 0, node.stderr());
+  assert.ok(Date.now() - t0 < 8_000, `exited ${Date.now() - t0} ms after SIGTERM`);
+  const warned = node.lines.find((l) => l['level'] === 40 && String(l['msg']).includes('exiting anyway'));
+  assert.ok(warned, 'the exit says why the process had not ended by itself');
+  assert.match(String(warned['msg']), /TCPServerWrap/);
+});
+
 test('bad flags, a missing module, a broken module or a non-array export: one clear line, non-zero exit', async () => {
   const cases: Array<[string[], RegExp]> = [
     [['start', '--jobs', 'test/fixtures/jobs-valid.ts', '--bogus', '1'], /bogus/],

@@ -18,9 +18,27 @@ import { startPrivateRedis, type PrivateRedis } from './private-redis.js';
 import { startHttpServer } from '../http/server.js';
 import { redactUrl, splitList, type TaskDefinition } from '../create/command.js';
 import { every, systemClock } from '../clock.js';
+import type { Logger } from '../logger.js';
 
 /** How often a node checks that the process that started it is still there, ms. */
 const PARENT_CHECK_MS = 1_000;
+
+/** How long a stopped node waits for its process to end by itself before it ends it, ms. */
+const HELD_EXIT_MS = 2_000;
+
+/**
+ * Everything the node opened is closed: the process ends by itself unless the jobs module holds
+ * something of its own open (a database pool, a client, a server). Then it is ended anyway
+ * {@link HELD_EXIT_MS} later, with `code`, and the log says what was left open: a process manager
+ * would otherwise wait for its own timeout and kill it, which reads like a crash.
+ */
+function exitIfHeld(logger: Logger, code: number): void {
+  systemClock.setTimer(() => {
+    const held = [...new Set(process.getActiveResourcesInfo())].join(', ');
+    logger.warn({ held }, 'the node has stopped, but its jobs module holds %s open: exiting anyway', held);
+    process.exit(code);
+  }, HELD_EXIT_MS, true);
+}
 
 /** `leasehold start --help`: every flag and variable of {@link CONFIG}, as the parser reads them. */
 export function startHelp(): CommandHelp {
@@ -153,10 +171,14 @@ export async function runStart(args: string[]): Promise<number> {
         () => {
           process.off('SIGTERM', onSignal);
           process.off('SIGINT', onSignal);
-          void (privateRedis?.stop() ?? Promise.resolve()).then(() => resolve(0));
+          void (privateRedis?.stop() ?? Promise.resolve()).then(() => {
+            exitIfHeld(logger, 0);
+            resolve(0);
+          });
         },
         (err: unknown) => {
           logger.error({ err }, 'shutdown failed');
+          exitIfHeld(logger, 1);
           resolve(1);
         },
       );
