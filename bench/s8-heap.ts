@@ -18,6 +18,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { systemClock, withDeadline } from '../src/clock.js';
 import { freePort, startRedis } from '../test/helpers/redis.js';
 import { ROOT } from './cluster.js';
 import { keepPaging, spawnS8Node } from './s8.js';
@@ -81,17 +82,7 @@ if (typeof WebSocket === 'undefined') {
   process.exit(1);
 }
 /** `promise`, or a rejection naming `what` once `ms` have passed without it settling. */
-async function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`waited ${ms / 1000} s for ${what}`)), ms);
-  });
-  try {
-    return await Promise.race([promise, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+const within = <T>(ms: number, what: string, promise: Promise<T>): Promise<T> => withDeadline(systemClock, promise, ms, () => new Error(`waited ${ms / 1000} s for ${what}`));
 
 const redis = await startRedis();
 const inspectPort = await freePort();
