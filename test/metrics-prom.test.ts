@@ -25,7 +25,7 @@ function fakeCore(jobs: Array<Record<string, unknown>>): MetricsCore & { emitter
     emitter,
     on: (e, fn) => emitter.on(e, fn),
     jobs: () => views,
-    job: (id) => views.find((v) => v.job.id === id),
+    has: (id) => views.some((v) => v.job.id === id),
     intervalOf: (id) => views.find((v) => v.job.id === id)?.schedule?.trigger.intervalMs,
     unregister: (id) => void views.splice(views.findIndex((v) => v.job.id === id), 1),
   };

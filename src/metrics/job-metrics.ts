@@ -16,7 +16,7 @@ export const DURATION_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 
 export const LAG_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
 /** What the metrics need of a runner. */
-export type MetricsCore = Pick<Scheduler, 'on' | 'jobs' | 'job' | 'intervalOf'>;
+export type MetricsCore = Pick<Scheduler, 'on' | 'jobs' | 'has' | 'intervalOf'>;
 
 /** A job's success deadline, as the cluster's status judges it (see {@link RunnerMetricsOptions.successDeadlines}). */
 export interface SuccessDeadline {
@@ -162,8 +162,9 @@ export function jobMetrics(core: MetricsCore, registers: Registry[], opts: JobMe
   for (const v of core.jobs()) addJob(v.job.id, v.job.scope);
   // A run of a job removed while it ran ends after the job's series went: it counts in (other),
   // and takes no place back (series made again now would outlive the job).
-  const registered = (jobId: string): boolean => labels.hasOwn(jobId) || core.job(jobId) !== undefined;
-  const labelOf = (jobId: string): string => (registered(jobId) ? labels.of(jobId) : labels.fold());
+  // A job with series of its own is live here: removeJob takes them back.
+  const live = (jobId: string): boolean => labels.hasOwn(jobId) || core.has(jobId);
+  const labelOf = (jobId: string): string => (live(jobId) ? labels.of(jobId) : labels.fold());
 
   const offs = [
     core.on('runStarted', (e) => {
@@ -171,13 +172,12 @@ export function jobMetrics(core: MetricsCore, registers: Registry[], opts: JobMe
     }),
     core.on('runEnded', (e) => {
       if (e.willRetry) return; // a tick counts once, by its final attempt
-      const known = registered(e.jobId);
-      const job = known ? labels.of(e.jobId) : labels.fold();
+      const job = labelOf(e.jobId);
       runs.inc({ job, outcome: e.outcome });
       // A lost run's duration is not known (only when it was found): it is not observed.
       if (e.outcome !== 'lost') durations.observe({ job, outcome: e.outcome }, Math.max(0, e.durationMs) / 1000);
       if (e.outcome === 'lockLost') leaseLost.inc({ job });
-      if (!known) return; // a job gone keeps no streak
+      if (!live(e.jobId)) return; // a job gone keeps no streak
       if (job === OTHER_JOBS) {
         if (e.outcome === 'succeeded') otherStreaks.delete(e.jobId);
         else if (countsInStreak(e.outcome)) otherStreaks.set(e.jobId, (otherStreaks.get(e.jobId) ?? 0) + 1);
@@ -190,7 +190,7 @@ export function jobMetrics(core: MetricsCore, registers: Registry[], opts: JobMe
     }),
     core.on('scheduled', (e) => updateInterval(e.jobId)),
     core.on('jobState', (e) => {
-      if (!registered(e.jobId)) return;
+      if (!live(e.jobId)) return;
       const job = labels.of(e.jobId);
       const bad = e.state === 'invalidSchedule';
       if (job !== OTHER_JOBS) invalid.set({ job }, bad ? 1 : 0);

@@ -134,6 +134,11 @@ export class Scheduler implements TimetableHost, ClaimHost {
     return s ? view(s) : undefined;
   }
 
+  /** Whether the job is registered (cheap; no view is built). */
+  has(id: string): boolean {
+    return this.slots.has(id);
+  }
+
   /** The nominal interval of a job's schedule as it applies now (cheap; no view is built). */
   intervalOf(id: string): number | undefined {
     return this.slots.get(id)?.effective?.trigger.intervalMs;
