@@ -113,11 +113,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
     metrics.addJob(view.job.id, view.job.scope);
     return jobInfo(view);
   };
-  const remove = (id: string): boolean => {
-    const removed = core.remove(id);
-    if (removed) metrics.removeJob(id);
-    return removed;
-  };
+  const remove = (id: string): boolean => core.remove(id);
   const registrations = new Registrations({
     add,
     remove,

@@ -188,6 +188,7 @@ export function jobMetrics(core: MetricsCore, registers: Registry[], opts: JobMe
         streak.inc({ job });
       }
     }),
+    core.on('jobRemoved', (e) => removeJob(e.jobId)),
     core.on('scheduled', (e) => updateInterval(e.jobId)),
     core.on('jobState', (e) => {
       if (!live(e.jobId)) return;

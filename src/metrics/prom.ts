@@ -54,7 +54,7 @@ export interface RunnerMetrics {
   readonly registry: Registry;
   /** Creates the series of a job with zero values, so rates work from the first scrape. */
   addJob(jobId: string, scope: 'instance' | 'installation'): void;
-  /** Drops the series of a job removed from the node, and frees its place under the job limit. */
+  /** Drops the series of a job removed from the node, and frees its place under the job limit (done on the runner's `jobRemoved` event). */
   removeJob(jobId: string): void;
   /** Stops listening to the runner. */
   detach(): void;
