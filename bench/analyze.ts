@@ -77,6 +77,15 @@ export interface AnalyzeInput {
  */
 export const STEADY_AFTER_MS = 30_000;
 
+/** The lateness of the runs of one tick instant of the window (every job due then). */
+export interface TickLateness {
+  /** When the tick was due, ms after the window opened. */
+  readonly dueMs: number;
+  readonly runs: number;
+  readonly p50: number;
+  readonly max: number;
+}
+
 /** Figures about the ticks of the window. */
 export interface TickFigures {
   readonly expectedTicks: number;
@@ -90,6 +99,8 @@ export interface TickFigures {
   readonly latenessMs: Spread;
   /** The same over the ticks due {@link STEADY_AFTER_MS} or more after the window opens (all of them in a shorter window). */
   readonly steadyLatenessMs: Spread;
+  /** Lateness tick by tick, in due order: which of a node's first ticks or which later one is late. */
+  readonly byTick: readonly TickLateness[];
   readonly crash?: CrashFigures;
 }
 
@@ -123,6 +134,7 @@ export function analyzeRuns(input: AnalyzeInput): TickFigures {
   const byTick: RunRecord[][][] = Array.from({ length: input.jobs }, () => Array.from({ length: slots }, () => []));
   const lateness: number[] = [];
   const steady: number[] = [];
+  const perSlot: number[][] = Array.from({ length: slots }, () => []);
   const steadyFrom = to - from > STEADY_AFTER_MS ? from + STEADY_AFTER_MS : from;
   for (const r of input.runs) {
     if (r.tick < first || r.tick >= to) continue;
@@ -131,6 +143,7 @@ export function analyzeRuns(input: AnalyzeInput): TickFigures {
     if (cell === undefined) continue;
     cell.push(r);
     lateness.push(r.start - r.tick);
+    perSlot[k]?.push(r.start - r.tick);
     if (r.tick >= steadyFrom) steady.push(r.start - r.tick);
   }
   let duplicates = 0;
@@ -169,7 +182,11 @@ export function analyzeRuns(input: AnalyzeInput): TickFigures {
       }
     });
   }
-  const figures = { expectedTicks: input.jobs * slots, duplicates, extraRuns, misses, latenessMs: spread(lateness), steadyLatenessMs: spread(steady) };
+  const lateByTick = perSlot.map((ms, k) => {
+    const { p50, max } = spread(ms);
+    return { dueMs: first + k * periodMs - from, runs: ms.length, p50, max };
+  });
+  const figures = { expectedTicks: input.jobs * slots, duplicates, extraRuns, misses, latenessMs: spread(lateness), steadyLatenessMs: spread(steady), byTick: lateByTick };
   if (!crash) return figures;
   return {
     ...figures,

@@ -6,7 +6,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { analyzeRuns, readRuns, type CrashFigures, type RunRecord, type Spread } from './analyze.js';
+import { analyzeRuns, readRuns, type CrashFigures, type RunRecord, type Spread, type TickLateness } from './analyze.js';
 import { spawnWorker, type WorkerProc } from './cluster.js';
 import { FLOOR, type Snapshot, type SystemName } from './protocol.js';
 import { startBenchRedis, type ServerCounters } from './redis.js';
@@ -23,6 +23,8 @@ export interface TimedFigures {
   readonly latenessMs: Spread;
   /** Lateness of the ticks due 30 s or more into the window, the steady state (see `STEADY_AFTER_MS`); absent in results of before 6 December. */
   readonly steadyLatenessMs?: Spread;
+  /** Lateness tick by tick (see `TickFigures.byTick`); absent in results of before the evening of 6 December. */
+  readonly byTick?: readonly TickLateness[];
   readonly redisCommandsPerRun: number;
   readonly redisRoundTripsPerRun: number;
   readonly redisBatchesPerRun: number;
@@ -195,6 +197,7 @@ export async function runTimed(scenario: TimedScenario, system: SystemName, leas
       expectedTicks: ticks.expectedTicks,
       latenessMs: ticks.latenessMs,
       steadyLatenessMs: ticks.steadyLatenessMs,
+      byTick: ticks.byTick,
       redisCommandsPerRun: per(end.redis.commands - start.redis.commands - OWN_COMMANDS_IN_WINDOW),
       redisRoundTripsPerRun: per(commands),
       redisBatchesPerRun: per(batches),

@@ -52,6 +52,9 @@ test('bench: S1 quick, 6 s per system, writes figures for leasehold and every pe
     const table = formatTable(written);
     assert.match(table, /S1\s+leasehold/);
     assert.match(table, /S1\s+node-cron/);
+    // A window of a few ticks is shown tick by tick too.
+    assert.ok(leasehold.byTick !== undefined && leasehold.byTick.length >= 2, JSON.stringify(leasehold.byTick));
+    assert.match(table, /late by tick of the window, p50\/max ms\n[-\s]+\nS1\s+leasehold\s+[\d.]+\/[\d.]+ {2}[\d.]+\/[\d.]+/);
     assert.match(formatTargets(checkTargets(written)), /S1: leasehold leads node-cron on every figure/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -83,6 +86,8 @@ test('bench: lateness is judged over the whole window and, apart, over its ticks
   const long = analyzeRuns({ runs, jobs: 10, periodMs: 10_000, from, to: from + 70_000 });
   assert.equal(long.latenessMs.p99, 200);
   assert.equal(long.steadyLatenessMs.p99, 10);
+  // Tick by tick, from the window's opening: the cold first tick stands out.
+  assert.deepEqual(long.byTick.map((t) => [t.dueMs, t.runs, t.p50, t.max]), [[5_000, 10, 200, 200], ...[1, 2, 3, 4, 5, 6].map((k) => [5_000 + k * 10_000, 10, 10, 10])]);
   // A window no longer than STEADY_AFTER_MS is judged whole both ways.
   const short = analyzeRuns({ runs, jobs: 10, periodMs: 10_000, from, to: from + 30_000 });
   assert.equal(short.steadyLatenessMs.p99, 200);
