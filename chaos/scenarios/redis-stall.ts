@@ -57,8 +57,7 @@ export const redisStall: Scenario = {
       const back = await waitForLog(s.runLog, (ls) => startsOf(ls, 'tick').some((l) => l.t > resumeAt), 10_000, 'a run after the stall').catch(() => readRunLog(s.runLog));
       const firstAfter = startsOf(back, 'tick').find((l) => l.t > resumeAt);
       // Claims sent during the stall are answered after it: the first of them takes the lease
-      // for a tick its sender no longer runs. The next claim takes that lease over once the
-      // sender's record of the claim it gave up on has reached Redis, or after the lease (3 s).
+      // for a tick its sender no longer runs, and the job waits out that lease (3 s).
       c.add('the 1 s installation job runs again within its lease time plus 2 s of the resume', firstAfter !== undefined && firstAfter.t - resumeAt <= 5_000,
         firstAfter ? `${firstAfter.t - resumeAt} ms after` : 'no run');
       for (const node of nodes) {

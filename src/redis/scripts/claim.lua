@@ -76,10 +76,7 @@
     {'paused', previousTick}  'pause': the tick is marked as handled and one
                               paused skip counted (previousTick -1: none)
     {'notDue', dueMs}         mode 'delay' and tick is before state.due
-    {'held', value, pttlMs}   someone holds the lease (pttlMs -1: no TTL) and its
-                              run: the running marker is set. A lease held with
-                              the marker cleared ('') holds no run and is
-                              taken over (the claim goes on as if it were free)
+    {'held', value, pttlMs}   someone holds the lease (pttlMs -1: no TTL)
     {'claimed', token, value, previousTick, serverNowMs, lost}
                               claimed: state.tick = tick (not for 'manual'),
                               state.fence incremented to token, state.run set
@@ -310,16 +307,7 @@ local function claim(leaseKey, stateKey, statsKey, runsKey, job)
     if not held then
       return corrupt(leaseKey, 'string')
     end
-    -- The running marker of the claim that set the lease is cleared when its run is released or
-    -- recorded, and by its holder's record of a claim it gave up waiting for. A lease still held
-    -- with the marker cleared holds no run: Redis granted a claim whose answer came too late (a
-    -- stall, a lost connection), or a release failed after its run ended. Waiting it out would
-    -- keep the job from running for a whole lease time; it is taken over. An absent marker (a
-    -- state hash deleted by hand) takes nothing over.
-    if state[6] ~= '' then
-      return {'held', held, redis.call('PTTL', leaseKey)}
-    end
-    redis.call('SET', leaseKey, value, 'PX', job.leaseMs)
+    return {'held', held, redis.call('PTTL', leaseKey)}
   end
   -- A marker still set: its run's lease has expired (ours is set) and nobody recorded the run.
   local lost = ''
