@@ -51,7 +51,12 @@ describe('paged job list', () => {
     app = Fastify();
     await app.register(runner.routes);
     await app.ready();
-    await until('250 jobs in the status', async () => ((await page('/manage/jobs?limit=1')).total === 250 ? true : undefined));
+    // A job is in the status once its stats hash exists; its description (scope, schedule, text)
+    // comes with its registration batch, which a read may see only after that.
+    await until('the 250 jobs in the status with their descriptions', async () => {
+      const all = await page('/manage/jobs?limit=250');
+      return all.total === 250 && all.jobs.every((j) => j.scope !== null);
+    });
   });
   after(async () => {
     await app?.close();
