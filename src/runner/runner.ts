@@ -22,7 +22,7 @@ import { Slot, type SettingsSource } from './slot.js';
 import { view, type JobView } from './view.js';
 import { fireTick } from './fire.js';
 import { ALONE, type ClaimOrder } from './order.js';
-import { StepDetector } from './steps.js';
+import { SharedClock } from './shared-clock.js';
 import { Timetable, type TimetableHost } from './timetable.js';
 import type { RunHooks } from './hooks.js';
 import type { SubmitTask } from '../schedule/submit.js';
@@ -45,7 +45,7 @@ export class Scheduler implements TimetableHost, ClaimHost {
   /** Removed jobs whose run is still going. */
   private readonly removing = new Set<Slot>();
   private readonly log: Logger;
-  private readonly steps = new StepDetector();
+  private readonly shared: SharedClock;
   private readonly settings: SettingsSource;
   private readonly hooks: RunHooks | undefined;
   private readonly submit: SubmitTask;
@@ -61,6 +61,9 @@ export class Scheduler implements TimetableHost, ClaimHost {
     this.hooks = opts.hooks;
     this.submit = opts.submit ?? NO_EXECUTORS;
     this.emitter = new Emitter((err, event) => this.log.error({ err, event }, 'a listener of %s threw', event));
+    this.shared = new SharedClock(this.clock, this.coordinator, this.emitter, (step, wall) => {
+      for (const slot of this.slots.values()) this.timetable.afterStep(slot, step, wall);
+    });
     this.timetable = new Timetable(this);
     this.claims = new Claims(this, this.log);
   }
@@ -82,7 +85,7 @@ export class Scheduler implements TimetableHost, ClaimHost {
 
   /** The current time on the shared clock (Redis time when coordinated). */
   now(): number {
-    return this.coordinator.now ? this.coordinator.now() : this.clock.now();
+    return this.shared.now();
   }
 
   /**
@@ -230,25 +233,9 @@ export class Scheduler implements TimetableHost, ClaimHost {
     this.begin(slot, slot.effective, tick, mode);
   }
 
-  /**
-   * The time to plan with, read with the check for a step of the wall clock (against the
-   * monotonic one; after a step every job is planned again, once). One reading serves both: a
-   * time read after the check could hold a step it has not seen, and a plan made from it would
-   * have the step added again when the step is seen (an hour's wait after a step of an hour).
-   */
+  /** The time to plan with, read with the check for a step of the wall clock: see {@link SharedClock.observe}. */
   observeClock(): number {
-    const wall = this.clock.now();
-    const step = this.steps.observe(wall, this.clock.monotonic());
-    if (step === 0) return this.coordinator.now ? this.coordinator.now() : wall;
-    // On a shared clock (Redis time, read off the monotonic clock) nothing moved.
-    if (this.coordinator.now) {
-      this.emitter.emit('clockStep', { stepMs: step, replanned: false });
-      return this.coordinator.now();
-    }
-    this.emitter.emit('clockStep', { stepMs: step, replanned: true });
-    this.coordinator.afterClockStep?.(step);
-    for (const slot of this.slots.values()) this.timetable.afterStep(slot, step, wall);
-    return wall;
+    return this.shared.observe();
   }
 
   /** Applies a job's settings again (the timetable asks after moving a grid). */
