@@ -252,7 +252,7 @@ describe('metrics', () => {
     const m = createRunnerMetrics(core, { processMetrics: false, jobLimit: 2 });
     const end = (jobId: string, outcome: 'succeeded' | 'failed') => core.emitter.emit('runEnded', { ...base, jobId, scheduledAt: 0, startedAt: 0, lagMs: 0, outcome, endedAt: 1, durationMs: 1 });
     end('b', 'failed');
-    m.removeJob('b');
+    core.emitter.emit('jobRemoved', { jobId: 'b' });
     m.addJob('c', 'installation');
     end('c', 'succeeded');
     const text = await m.registry.metrics();
@@ -265,7 +265,7 @@ describe('metrics', () => {
     const core = fakeCore([{ id: 'a', scope: 'installation', fixedRate: '1s' }, { id: 'b', scope: 'installation', fixedRate: '1s' }]);
     const m = createRunnerMetrics(core, { processMetrics: false, jobLimit: 2 });
     core.unregister('b');
-    m.removeJob('b');
+    core.emitter.emit('jobRemoved', { jobId: 'b' });
     core.emitter.emit('runEnded', { ...base, jobId: 'b', scheduledAt: 0, startedAt: 0, lagMs: 0, outcome: 'failed', endedAt: 1, durationMs: 1 });
     m.addJob('c', 'installation');
     const text = await m.registry.metrics();

@@ -113,10 +113,9 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
     metrics.addJob(view.job.id, view.job.scope);
     return jobInfo(view);
   };
-  const remove = (id: string): boolean => core.remove(id);
   const registrations = new Registrations({
     add,
-    remove,
+    remove: (id) => core.remove(id),
     // On a worker executor the task names its module, which the thread loads the method from.
     checkTask: (task) => void tasks.check(task),
     addTask: (task) => void tasks.add(task as TaskDefinition),
@@ -155,7 +154,7 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
     on: (event, fn) => core.on(event, fn),
     jobs: () => core.jobs().map(jobInfo),
     runNow: (id) => core.runNow(id),
-    remove,
+    remove: (id) => core.remove(id),
     cancel: (id) => core.cancel(id),
     routes: node.routes,
     metrics: metrics.registry,

@@ -33,10 +33,9 @@ export interface JobMetricsOptions {
   readonly successDeadlines?: (() => Promise<readonly SuccessDeadline[]>) | undefined;
 }
 
-/** A node's job series: add and remove jobs, and stop listening. */
+/** A node's job series: add jobs (a removed job's go on the runner's `jobRemoved`), and stop listening. */
 export interface JobMetrics {
   addJob(jobId: string, scope: 'instance' | 'installation'): void;
-  removeJob(jobId: string): void;
   detach(): void;
 }
 
@@ -172,12 +171,13 @@ export function jobMetrics(core: MetricsCore, registers: Registry[], opts: JobMe
     }),
     core.on('runEnded', (e) => {
       if (e.willRetry) return; // a tick counts once, by its final attempt
-      const job = labelOf(e.jobId);
+      const isLive = live(e.jobId);
+      const job = isLive ? labels.of(e.jobId) : labels.fold();
       runs.inc({ job, outcome: e.outcome });
       // A lost run's duration is not known (only when it was found): it is not observed.
       if (e.outcome !== 'lost') durations.observe({ job, outcome: e.outcome }, Math.max(0, e.durationMs) / 1000);
       if (e.outcome === 'lockLost') leaseLost.inc({ job });
-      if (!live(e.jobId)) return; // a job gone keeps no streak
+      if (!isLive) return; // a job gone keeps no streak
       if (job === OTHER_JOBS) {
         if (e.outcome === 'succeeded') otherStreaks.delete(e.jobId);
         else if (countsInStreak(e.outcome)) otherStreaks.set(e.jobId, (otherStreaks.get(e.jobId) ?? 0) + 1);
@@ -201,5 +201,5 @@ export function jobMetrics(core: MetricsCore, registers: Registry[], opts: JobMe
     core.on('skipped', (e) => skips.inc({ job: labelOf(e.jobId), reason: e.reason })),
     core.on('missed', (e) => missed.inc({ job: labelOf(e.jobId) }, e.count)),
   ];
-  return { addJob, removeJob, detach: () => offs.forEach((off) => off()) };
+  return { addJob, detach: () => offs.forEach((off) => off()) };
 }

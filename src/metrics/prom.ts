@@ -52,10 +52,11 @@ export interface EventStreamGauges {
 export interface RunnerMetrics {
   /** The registry to scrape: this runner's metrics and the process metrics. */
   readonly registry: Registry;
-  /** Creates the series of a job with zero values, so rates work from the first scrape. */
+  /**
+   * Creates the series of a job with zero values, so rates work from the first scrape. A job
+   * removed from the node gives its series and its place back on the runner's `jobRemoved`.
+   */
   addJob(jobId: string, scope: 'instance' | 'installation'): void;
-  /** Drops the series of a job removed from the node, and frees its place under the job limit (done on the runner's `jobRemoved` event). */
-  removeJob(jobId: string): void;
   /** Stops listening to the runner. */
   detach(): void;
 }
@@ -119,7 +120,6 @@ export function createRunnerMetrics(core: MetricsCore, opts: RunnerMetricsOption
   return {
     registry,
     addJob: jobs.addJob,
-    removeJob: jobs.removeJob,
     detach: () => offs.forEach((off) => off()),
   };
 }
