@@ -102,6 +102,23 @@ function leaseStoreContract(name: string, provider: () => Provider): void {
       assert.equal(next.token, 2);
     });
 
+    it('refuses a claim that reaches Redis after its answer time, and marks its tick handled, so no lease is left that nobody runs', async () => {
+      await fresh();
+      const now = await p.serverNowMs();
+      await assert.rejects(store.claim(req(base, { answerBy: now - 1 })), (err) => {
+        assert.ok(isLeaseholdError(err, 'redisError'), String(err));
+        assert.match(err.message, /claim reached Redis \d+ ms after its node stopped waiting for the answer/);
+        assert.match(err.message, /tick .* of "contract\.job" not claimed/);
+        return true;
+      });
+      assert.equal(await p.raw.exists(k.lease(job)), 0, 'no lease');
+      assert.equal(await p.raw.hget(k.state(job), 'fence'), null, 'no token minted');
+      assert.equal(Number(await p.raw.hget(k.state(job), 'tick')), base, 'the tick is handled: its node records it failed');
+      assert.equal((await store.claim(req(base, { holder: 'node-b' }))).kind, 'done');
+      // In time: claimed as ever.
+      claimed(await store.claim(req(base + 1000, { answerBy: (await p.serverNowMs()) + 5_000 })));
+    });
+
     it('says early before the tick, within the tolerance it claims', async () => {
       await fresh();
       const now = await p.serverNowMs();

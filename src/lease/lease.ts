@@ -6,7 +6,7 @@
  * @module
  */
 import { systemClock, type TimerHandle, type Timers } from '../clock.js';
-import { redisProblem, type RedisClient } from '../redis/connection.js';
+import { LEASE_COMMAND_TIMEOUT_MS, redisProblem, type RedisClient } from '../redis/connection.js';
 import { ErrorCodes, LeaseholdError, isLeaseholdError, errorMessage } from '../errors.js';
 import type { ClaimRequest, ClaimResult } from '../redis/claim.js';
 import { claimScript, extendScript, releaseScript, type ClaimScriptArgs, type ReleaseScriptArgs } from '../redis/lease-scripts.js';
@@ -22,6 +22,15 @@ import { batcher, type Batcher } from './batcher.js';
  * never starts before its tick.
  */
 export const CLAIM_LEAD_MS = 10;
+
+/**
+ * How long after a claim is sent (on the node's measured Redis time) Redis still grants it:
+ * half the lease connection's command timeout, after which the node stops waiting for the
+ * answer. The other half is room for the error of the measured offset and the answer's way
+ * back. A claim Redis reaches later, after a stall of Redis or of the connection, would be
+ * granted to a node that no longer waits: its lease would hold the job with no run.
+ */
+export const CLAIM_ANSWER_WINDOW_MS = LEASE_COMMAND_TIMEOUT_MS / 2;
 
 /** Room for the error of a node's measured offset to Redis time, ms. */
 const OFFSET_SLACK_MS = 10;
@@ -68,6 +77,11 @@ export interface LeaseClaim extends ClaimRequest {
   readonly holder: string;
   /** How far before the tick a claim is accepted (server time), ms; default {@link NOW_GUARD_MS}. */
   readonly nowGuardMs?: number;
+  /**
+   * Epoch ms on Redis time: a claim Redis reaches later is refused and throws `redisError`, as
+   * a claim without an answer does. Absent: accepted however late.
+   */
+  readonly answerBy?: number;
 }
 
 /** Claims installation leases; see {@link createLeaseStore}. */
@@ -138,6 +152,7 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
           leaseKey, stateKey, statsKey, runsKey, countSkip: request.countSkip ?? false,
           tick, leaseMs, holder, mode, nowGuardMs: request.nowGuardMs ?? Math.max(NOW_GUARD_MS, (request.leadMs ?? 0) + OFFSET_SLACK_MS), runsCap,
           ...(request.request === undefined ? {} : { request: request.request }),
+          ...(request.answerBy === undefined ? {} : { answerBy: request.answerBy }),
         });
       } catch (err) {
         // A bad argument is the caller's error, as it is.

@@ -8,7 +8,7 @@ import type { Logger } from '../logger.js';
 import type { Coordinator, ClaimResult, HeldLease, LeaseLoss, LeaseWatchHandle } from './port.js';
 import type { Keys } from '../redis/keys.js';
 import { measureOffset } from '../redis/time.js';
-import { CLAIM_LEAD_MS, createLeaseStore, type Lease } from './lease.js';
+import { CLAIM_ANSWER_WINDOW_MS, CLAIM_LEAD_MS, createLeaseStore, type Lease } from './lease.js';
 import { watchLease } from './watcher.js';
 
 /** How often the offset to Redis time is measured again. */
@@ -45,6 +45,8 @@ export function redisCoordinator(opts: RedisCoordinatorOptions): RedisCoordinato
   let timer: TimerHandle | undefined;
   let closed = false;
 
+  const now = (): number => Math.floor(clock.monotonic() + offset);
+
   const measure = async (): Promise<void> => {
     try {
       const m = await measureOffset(opts.redis, clock);
@@ -70,11 +72,11 @@ export function redisCoordinator(opts: RedisCoordinatorOptions): RedisCoordinato
       };
       loop();
     },
-    now: () => Math.floor(clock.monotonic() + offset),
+    now,
     claimLeadMs: CLAIM_LEAD_MS,
     flush: () => store.flush(),
     async claim(request): Promise<ClaimResult> {
-      const r = await store.claim({ ...request, holder: opts.instanceId });
+      const r = await store.claim({ ...request, holder: opts.instanceId, answerBy: now() + CLAIM_ANSWER_WINDOW_MS });
       return r.kind === 'claimed' ? { ...r, lease: new Held(r.lease, clock) } : r;
     },
     async close() {

@@ -5,6 +5,7 @@
  */
 import { encodeClaimArgs, holderOf, parseRunMarker, type ClaimArgs, type ClaimResult } from './claim.js';
 import type { RedisClient } from './connection.js';
+import { ErrorCodes, LeaseholdError } from '../errors.js';
 import { commands, flag, isInteger, perJob, requireInteger, sendValid, unexpected } from './scripts.js';
 
 /** One job of {@link claimScript}: its keys and its arguments. */
@@ -17,11 +18,19 @@ export interface ClaimScriptArgs extends ClaimArgs {
   readonly runsKey: string;
 }
 
-/** One job's answer of `claim.lua` as a {@link ClaimResult}, the lease being its value; undefined when malformed. */
-function claimResult(answer: unknown): ClaimResult<string> | undefined {
+/**
+ * One job's answer of `claim.lua` as a {@link ClaimResult}, the lease being its value; a claim
+ * Redis reached after its answer time as its error; undefined when malformed.
+ */
+function claimResult(answer: unknown): ClaimResult<string> | LeaseholdError | undefined {
   if (!Array.isArray(answer)) return undefined;
   const [kind, a, b, c, d, e] = answer as unknown[];
   switch (kind) {
+    case 'stale':
+      if (isInteger(a) && isInteger(b)) {
+        return new LeaseholdError(ErrorCodes.redisError, `the claim reached Redis ${a - b} ms after its node stopped waiting for the answer (Redis or the connection stalled)`);
+      }
+      break;
     case 'early':
       if (isInteger(a)) return { kind, serverNowMs: a };
       break;
@@ -60,6 +69,7 @@ export async function claimScript(redis: RedisClient, jobs: readonly ClaimScript
     requireInteger('leaseMs', j.leaseMs, 1);
     requireInteger('nowGuardMs', j.nowGuardMs, 0);
     requireInteger('runsCap', j.runsCap, 1);
+    if (j.answerBy !== undefined) requireInteger('answerBy', j.answerBy, 0);
   }, async (valid) => {
     const args: string[] = [];
     for (const j of valid) args.push(j.leaseKey, j.stateKey, j.statsKey, j.runsKey);

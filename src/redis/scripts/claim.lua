@@ -53,6 +53,13 @@
                            'done', so every node that heard the request may
                            try and exactly one runs it. Without one, manual
                            claims within a second of the last are one request
+      answerBy    integer  optional: epoch ms on Redis time; the claimant
+                           stops waiting for the answer about then. A claim
+                           that Redis reaches later (it was stalled, or the
+                           connection was) is answered 'stale' and grants
+                           nothing: a lease granted then would hold the job
+                           with no run until it expired, and its marker would
+                           be found and recorded as a lost run that never ran
 
   Output: one reply per job, in input order; each is the first decision that
   applies:
@@ -65,6 +72,10 @@
                               Every key is checked before the job's first
                               write, so nothing of the job changed; the other
                               jobs are decided as ever
+    {'stale', serverNowMs, answerBy}
+                              server time is past answerBy: nothing granted, no
+                              token minted; the tick is marked handled (not for
+                              'manual'), as its claimant records it failed
     {'done', lastTick, counted}
                               this tick, or a later one, was already claimed;
                               counted 1 when counted as a claimed skip (asked
@@ -161,6 +172,10 @@ local function invalid(job)
   if type(cap) ~= 'number' or cap < 1 or cap ~= math.floor(cap) then
     return 'leasehold claim: runsCap must be a positive integer'
   end
+  local by = job.answerBy
+  if by ~= nil and (type(by) ~= 'number' or by ~= math.floor(by)) then
+    return 'leasehold claim: answerBy must be an integer (ms)'
+  end
   return nil
 end
 
@@ -247,6 +262,14 @@ local function claim(leaseKey, stateKey, statsKey, runsKey, job)
     return corrupt(stateKey, 'hash')
   end
   local lastTick = tonumber(state[1])
+  -- Too late: its claimant no longer waits for this answer, or will not by the time it comes.
+  -- The tick is handled all the same, as for a claim given up below.
+  if job.answerBy and nowMs > job.answerBy then
+    if mode ~= 'manual' and (not lastTick or lastTick < tick) then
+      redis.call('HSET', stateKey, 'tick', string.format('%d', tick))
+    end
+    return {'stale', nowMs, job.answerBy}
+  end
   if mode ~= 'pause' and tonumber(state[8]) == tick then
     -- Its claimant gave up waiting for this answer and recorded the tick failed: never grant
     -- it. The tick is handled all the same (it is not missed: its record says it failed).
