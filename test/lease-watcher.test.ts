@@ -204,6 +204,24 @@ describe('lease watcher', () => {
     await coordinator.close();
   });
 
+  it('claims in time on a wall clock seconds slow before its offset to Redis time is measured, and once it is', async () => {
+    // The wall clock is all a coordinator has until its first measurement (Redis may be down at
+    // start): a claim's answer time read off it would be past on Redis before the claim was sent.
+    const slow: Timers = { ...systemClock, now: () => systemClock.now() - 5_000 };
+    const { logger } = memoryLogger();
+    const coordinator = redisCoordinator({ redis: leaseConn, keys: keys(`lh-slow-${randomUUID()}`), instanceId: 'node-a', logger, ownsConnection: false, clock: slow });
+    const tick = async (): Promise<number> => Number((await raw.time())[0]) * 1000 - 1000;
+    const before = await coordinator.claim({ jobId: 'slow', tick: await tick(), leaseMs: 400, mode: 'grid', countSkip: false });
+    assert.equal(before.kind, 'claimed', 'not measured yet');
+    if (before.kind === 'claimed') await before.lease.release(undefined);
+    await coordinator.start();
+    await sleep(1_000);
+    const after = await coordinator.claim({ jobId: 'slow', tick: await tick(), leaseMs: 400, mode: 'grid', countSkip: false });
+    assert.equal(after.kind, 'claimed', 'measured');
+    if (after.kind === 'claimed') await after.lease.release(undefined);
+    await coordinator.close();
+  });
+
   it('refuses a nonsense lease time', async () => {
     const { lease } = await claim(300);
     assert.throws(() => watchLease(lease, { leaseMs: 0, onLost: () => undefined }), (err) => isLeaseholdError(err, 'invalidConfig'));

@@ -42,6 +42,9 @@ export function redisCoordinator(opts: RedisCoordinatorOptions): RedisCoordinato
   // Redis time ≈ monotonic + offset. Until the first measurement, the wall clock's reading.
   let offset = clock.now() - clock.monotonic();
   let wallOffset = 0;
+  // Claims carry an answer time only once the offset is measured: off a wall clock seconds slow,
+  // it would be past on Redis before the claim was sent, and every claim would be refused.
+  let measured = false;
   let timer: TimerHandle | undefined;
   let closed = false;
 
@@ -55,6 +58,7 @@ export function redisCoordinator(opts: RedisCoordinatorOptions): RedisCoordinato
       }
       wallOffset = m.offsetMs;
       offset = m.monotonicOffsetMs;
+      measured = true;
     } catch (err) {
       opts.logger.debug({ err }, 'measuring the offset to Redis time failed; keeping the last one');
     }
@@ -76,7 +80,7 @@ export function redisCoordinator(opts: RedisCoordinatorOptions): RedisCoordinato
     claimLeadMs: CLAIM_LEAD_MS,
     flush: () => store.flush(),
     async claim(request): Promise<ClaimResult> {
-      const r = await store.claim({ ...request, holder: opts.instanceId, answerBy: now() + CLAIM_ANSWER_WINDOW_MS });
+      const r = await store.claim({ ...request, holder: opts.instanceId, ...(measured ? { answerBy: now() + CLAIM_ANSWER_WINDOW_MS } : {}) });
       return r.kind === 'claimed' ? { ...r, lease: new Held(r.lease, clock) } : r;
     },
     async close() {
