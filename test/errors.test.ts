@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { ERRORS, exitStatus, leaseholdError, renderErrorTable, type ErrorDescription, type TemplatedCode } from '../src/errors.js';
-import { AbortReasonCodes, Async, ErrorCodes, LeaseholdError, Scheduled, createRunner, defineTask, isLeaseholdError, type ErrorCode, type JobContext } from '../src/index.js';
+import { AbortReasonCodes, Async, ErrorCodes, LeaseholdError, Scheduled, createRunner, defineTask, isLeaseholdError, type ErrorCode, type JobContext, type Logger } from '../src/index.js';
 import { memoryLogger } from './helpers/log.js';
 import { runLeasehold } from './helpers/node.js';
 import { exits, hog, small, uncloneable } from './fixtures/tasks-worker.js';
@@ -279,6 +279,11 @@ test('invalidDecorator: a decorator where it cannot work, or register given no d
   }
   assert.throws(() => runner.register(new Report()), hasCode(ErrorCodes.invalidDecorator, /^job "Report\.build": field "parameters": the method declares 2 parameters/));
   assert.deepEqual(runner.jobs(), [], 'nothing is added');
+});
+
+test('invalidConfig: a logger that is not a pino logger (false, the console) is refused at creation, naming what it lacks', () => {
+  assert.throws(() => createRunner({ logger: false as unknown as Logger }), hasCode(ErrorCodes.invalidConfig, /^logger must be a pino logger \(error, warn, info, debug, child and isLevelEnabled\), got false; a logger at level "silent" writes nothing$/));
+  assert.throws(() => createRunner({ logger: console as unknown as Logger }), hasCode(ErrorCodes.invalidConfig, /^logger must be a pino logger .*, got an object without child, isLevelEnabled;/));
 });
 
 test('invalidRedisTarget: a Redis URL that cannot be read, or two Redis settings at once; the CLI exits 2 and never shows the password', async () => {

@@ -250,6 +250,19 @@ export interface Runner {
 /** The runner's option names, as its configuration errors show them. */
 const REDIS_OPTIONS = { url: 'redisUrl', clusterNodes: 'redisClusterNodes', sentinels: 'redisSentinels', sentinelName: 'redisSentinelName', client: 'redis' } as const;
 
+/** What the runner calls on its logger. */
+const LOGGER_METHODS = ['error', 'warn', 'info', 'debug', 'child', 'isLevelEnabled'] as const;
+
+/** `logger` when it has every method the runner calls, else an error naming what it lacks (not at the first line logged). */
+function checkLogger(logger: unknown): Logger {
+  const lacks = typeof logger === 'object' && logger !== null
+    ? LOGGER_METHODS.filter((m) => typeof (logger as Record<string, unknown>)[m] !== 'function')
+    : LOGGER_METHODS;
+  if (lacks.length === 0) return logger as Logger;
+  const got = lacks === LOGGER_METHODS ? describe(logger) : `an object without ${lacks.join(', ')}`;
+  throw new LeaseholdError(ErrorCodes.invalidConfig, `logger must be a pino logger (${LOGGER_METHODS.slice(0, -2).join(', ')}, child and isLevelEnabled), got ${got}; a logger at level "silent" writes nothing`);
+}
+
 /** Resolves a runner's options into checked values. */
 export function resolveRunnerOptions(opts: RunnerOptions): { instanceId: string; prefix: string; shutdownGraceMs: number; logger: Logger; target: RedisTarget | undefined; unhandled: UnhandledMode; local: boolean } {
   checkRedisSource(
@@ -267,7 +280,7 @@ export function resolveRunnerOptions(opts: RunnerOptions): { instanceId: string;
   const instanceId = checkInstanceId(opts.instanceId ?? `${hostname()}-${process.pid}`, 'instanceId');
   const prefix = checkPrefix(opts.prefix ?? DEFAULT_PREFIX, 'prefix');
   const shutdownGraceMs = opts.shutdownGrace === undefined ? 10_000 : readDuration(opts.shutdownGrace, 'shutdownGrace', true);
-  const logger = opts.logger ?? createLogger({ level: process.env['LOG_LEVEL'] ?? 'info' });
+  const logger = opts.logger === undefined ? createLogger({ level: process.env['LOG_LEVEL'] ?? 'info' }) : checkLogger(opts.logger);
   const unhandled = opts.unhandled ?? UnhandledModes.off;
   if (!Object.values(UnhandledModes).includes(unhandled)) {
     throw new LeaseholdError(ErrorCodes.invalidConfig, `unhandled must be one of ${Object.values(UnhandledModes).map((m) => `"${m}"`).join(', ')}, got ${describe(unhandled)}`);
