@@ -215,6 +215,12 @@ test('claim leads double from the coordinator\'s as round trips need, halve when
   assert.equal(nextClaimLead(160, 30, 10), 80, 'twice enough: halved');
   assert.equal(nextClaimLead(20, 5_000, 10), MAX_CLAIM_LEAD_MS);
   assert.equal(nextClaimLead(0, 50, 0), 0, 'no lead without a coordinator\'s');
+  // From the cap, leads halve on the ladder: jobs whose leads came down at different ticks fire
+  // together again, and their claims travel in one call.
+  assert.equal(nextClaimLead(MAX_CLAIM_LEAD_MS, 30, 10), 160, 'the cap stands for the ladder\'s 320: halved to 160');
+  const seen: number[] = [];
+  for (let lead = MAX_CLAIM_LEAD_MS; lead > 10; ) seen.push(lead = nextClaimLead(lead, 3, 10));
+  assert.deepEqual(seen, [160, 80, 40, 20, 10]);
 });
 
 test('a claim lead is at most a quarter of the interval, and 250 ms', async () => {

@@ -48,7 +48,10 @@ export function claimLeadOf(slot: Slot, baseMs: number): number {
 export function nextClaimLead(previousMs: number, roundTripMs: number, baseMs: number): number {
   if (!(baseMs > 0)) return 0; // a coordinator without a lead claims on the tick
   const needed = Math.ceil(roundTripMs * 1.25) + 2;
-  let lead = Math.max(previousMs, baseMs);
+  // The lead on the ladder: a lead at the cap stands for the step above it, so that it halves
+  // onto the ladder (250 to 160, not 125) and fires again with the jobs that never reached it.
+  let lead = baseMs;
+  while (lead < previousMs) lead *= 2;
   if (needed > lead) while (lead < needed && lead < MAX_CLAIM_LEAD_MS) lead *= 2;
   else if (needed <= lead / 2) lead = Math.max(baseMs, lead / 2);
   return Math.min(lead, MAX_CLAIM_LEAD_MS);
