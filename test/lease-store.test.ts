@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { isLeaseholdError } from '../src/errors.js';
-import { createLeaseStore, type Lease, type LeaseClaim, type LeaseStore } from '../src/lease/lease.js';
+import { createLeaseStore, type Lease, type LeaseClaim, type LeaseStore, type LeaseStoreOptions } from '../src/lease/lease.js';
 import { holderOf, type ClaimResult } from '../src/redis/claim.js';
 import { createRedis, whenReady } from '../src/redis/connection.js';
 import { keys, type Keys } from '../src/redis/keys.js';
@@ -12,7 +12,7 @@ import { startRedis, type TestRedis } from './helpers/redis.js';
 
 /** What a provider under contract gives the suite. */
 interface Provider {
-  store(k: Keys): LeaseStore;
+  store(k: Keys, options?: LeaseStoreOptions): LeaseStore;
   raw: Redis;
   serverNowMs(): Promise<number>;
 }
@@ -105,7 +105,8 @@ function leaseStoreContract(name: string, provider: () => Provider): void {
     it('refuses a claim that reaches Redis after its answer time, and marks its tick handled, so no lease is left that nobody runs', async () => {
       await fresh();
       const now = await p.serverNowMs();
-      await assert.rejects(store.claim(req(base, { answerBy: now - 1 })), (err) => {
+      const late = p.store(k, { answerBy: () => now - 1 });
+      await assert.rejects(late.claim(req(base)), (err) => {
         assert.ok(isLeaseholdError(err, 'redisError'), String(err));
         assert.match(err.message, /claim reached Redis \d+ ms after its node stopped waiting for the answer/);
         assert.match(err.message, /tick .* of "contract\.job" not claimed/);
@@ -116,8 +117,22 @@ function leaseStoreContract(name: string, provider: () => Provider): void {
       assert.equal(Number(await p.raw.hget(k.state(job), 'tick')), base, 'the tick is handled: its node records it failed');
       assert.equal((await store.claim(req(base, { holder: 'node-b' }))).kind, 'done');
       // In time: claimed as ever.
-      claimed(await store.claim(req(base + 1000, { answerBy: (await p.serverNowMs()) + 5_000 })));
+      const later = await p.serverNowMs();
+      claimed(await p.store(k, { answerBy: () => later + 5_000 }).claim(req(base + 1000)));
     });
+
+    it('reads a claim\'s answer time as it is sent, not when it was asked for: the event loop may be busy in between', async () => {
+      await fresh();
+      const readAt: number[] = [];
+      const timed = p.store(k, { answerBy: () => { readAt.push(performance.now()); return undefined; } });
+      const askedAt = performance.now();
+      const answer = timed.claim(req(base));
+      while (performance.now() - askedAt < 300); // a job's synchronous work
+      claimed(await answer);
+      assert.equal(readAt.length, 1);
+      assert.ok((readAt[0] ?? 0) - askedAt >= 300, `read ${Math.round((readAt[0] ?? 0) - askedAt)} ms after the claim was asked for`);
+    });
+
 
     it('says early before the tick, within the tolerance it claims', async () => {
       await fresh();
@@ -238,7 +253,7 @@ describe('redis lease store', () => {
   });
 
   leaseStoreContract('redis', () => ({
-    store: (k) => createLeaseStore(lease, k),
+    store: (k, options) => createLeaseStore(lease, k, options),
     raw,
     async serverNowMs() {
       const [s, us] = await raw.time();

@@ -77,11 +77,6 @@ export interface LeaseClaim extends ClaimRequest {
   readonly holder: string;
   /** How far before the tick a claim is accepted (server time), ms; default {@link NOW_GUARD_MS}. */
   readonly nowGuardMs?: number;
-  /**
-   * Epoch ms on Redis time: a claim Redis reaches later is refused and throws `redisError`, as
-   * a claim without an answer does. Absent: accepted however late.
-   */
-  readonly answerBy?: number;
 }
 
 /** Claims installation leases; see {@link createLeaseStore}. */
@@ -108,6 +103,13 @@ export interface LeaseStoreOptions {
   batch?: boolean;
   /** Length of each job's recent-runs list, where a claim pushes a lost run it finds; default {@link DEFAULT_RECENT_RUNS}. */
   runsCap?: number;
+  /**
+   * The time on Redis's clock (epoch ms) past which Redis refuses a claim sent now (it then
+   * throws `redisError`, as a claim without an answer does), read as each call of claims is
+   * sent, not when they were asked for: the event loop may be busy in between. Undefined, or
+   * no function: accepted however late.
+   */
+  answerBy?: () => number | undefined;
 }
 
 function redisError(action: string, err: unknown): unknown {
@@ -120,7 +122,12 @@ function redisError(action: string, err: unknown): unknown {
 export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseStoreOptions = {}): LeaseStore {
   const clock = options.clock ?? systemClock;
   const perCall = (options.batch ?? !isCluster(redis)) ? JOBS_PER_CALL : 1;
-  const claims = batcher<ClaimScriptArgs, ClaimResult<string>>((jobs) => claimScript(redis, jobs), perCall);
+  const answerBy = options.answerBy;
+  const stamped = (jobs: readonly ClaimScriptArgs[]): readonly ClaimScriptArgs[] => {
+    const by = answerBy?.();
+    return by === undefined ? jobs : jobs.map((j) => ({ ...j, answerBy: by }));
+  };
+  const claims = batcher<ClaimScriptArgs, ClaimResult<string>>((jobs) => claimScript(redis, stamped(jobs)), perCall);
   const releases = batcher<ReleaseScriptArgs, boolean>((jobs) => releaseScript(redis, jobs), perCall);
 
   const runsCap = options.runsCap ?? DEFAULT_RECENT_RUNS;
@@ -152,7 +159,6 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
           leaseKey, stateKey, statsKey, runsKey, countSkip: request.countSkip ?? false,
           tick, leaseMs, holder, mode, nowGuardMs: request.nowGuardMs ?? Math.max(NOW_GUARD_MS, (request.leadMs ?? 0) + OFFSET_SLACK_MS), runsCap,
           ...(request.request === undefined ? {} : { request: request.request }),
-          ...(request.answerBy === undefined ? {} : { answerBy: request.answerBy }),
         });
       } catch (err) {
         // A bad argument is the caller's error, as it is.

@@ -38,7 +38,6 @@ export interface RedisCoordinator extends Coordinator {
 /** Creates the Redis coordinator. */
 export function redisCoordinator(opts: RedisCoordinatorOptions): RedisCoordinator {
   const clock = opts.clock ?? systemClock;
-  const store = createLeaseStore(opts.redis, opts.keys, { clock, ...(opts.recentRuns === undefined ? {} : { runsCap: opts.recentRuns }) });
   // Redis time ≈ monotonic + offset. Until the first measurement, the wall clock's reading.
   let offset = clock.now() - clock.monotonic();
   let wallOffset = 0;
@@ -49,6 +48,11 @@ export function redisCoordinator(opts: RedisCoordinatorOptions): RedisCoordinato
   let closed = false;
 
   const now = (): number => Math.floor(clock.monotonic() + offset);
+  const store = createLeaseStore(opts.redis, opts.keys, {
+    clock,
+    answerBy: () => (measured ? now() + CLAIM_ANSWER_WINDOW_MS : undefined),
+    ...(opts.recentRuns === undefined ? {} : { runsCap: opts.recentRuns }),
+  });
 
   const measure = async (): Promise<void> => {
     try {
@@ -80,7 +84,7 @@ export function redisCoordinator(opts: RedisCoordinatorOptions): RedisCoordinato
     claimLeadMs: CLAIM_LEAD_MS,
     flush: () => store.flush(),
     async claim(request): Promise<ClaimResult> {
-      const r = await store.claim({ ...request, holder: opts.instanceId, ...(measured ? { answerBy: now() + CLAIM_ANSWER_WINDOW_MS } : {}) });
+      const r = await store.claim({ ...request, holder: opts.instanceId });
       return r.kind === 'claimed' ? { ...r, lease: new Held(r.lease, clock) } : r;
     },
     async close() {
