@@ -40,15 +40,20 @@ export async function runScenario(scenario: Scenario, quick: boolean, log: (line
   const dir = mkdtempSync(join(tmpdir(), 'leasehold-chaos-'));
   const t0 = Date.now();
   const base = { name: scenario.name, faults: scenario.faults(quick) };
+  // A failed scenario keeps its run logs to read (so does every one with CHAOS_KEEP=1).
+  let keep = process.env['CHAOS_KEEP'] === '1';
   try {
     const figures = await scenario.run({ quick, dir, log: (line) => log(`[${scenario.name}] ${line}`) });
     const passed = figures.checks.length > 0 && figures.checks.every((c) => c.ok);
+    keep ||= !passed;
     return { ...base, ...figures, passed, seconds: (Date.now() - t0) / 1000 };
   } catch (err) {
+    keep = true;
     const error = err instanceof Error ? err.message : String(err);
     return { ...base, expected: 0, done: 0, duplicated: 0, lostCounts: 0, missed: 0, checks: [], passed: false, seconds: (Date.now() - t0) / 1000, error };
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    if (keep) log(`[${scenario.name}] its run logs are kept in ${dir}`);
+    else rmSync(dir, { recursive: true, force: true });
   }
 }
 
