@@ -26,9 +26,20 @@ export const redisStall: Scenario = {
       const run = startsOf(lines0, 'work')[0];
       if (run === undefined) throw new Error('no run of work');
       await sleep(Math.max(0, run.t + 500 - Date.now()));
+      const client = s.client; // connected before the stall
+      await client.ping();
       const stallAt = Date.now();
       s.redis.pause();
       let resumeAt = 0;
+      // The scenario's own check that the fault held: a PING every second, none answered.
+      let answered = 0;
+      const stalled = (async () => {
+        while (resumeAt === 0) {
+          // Answered before the resume: Redis was not stopped.
+          if (await Promise.race([client.ping().then(() => resumeAt === 0, () => false), sleep(300).then(() => false)])) answered++;
+          await sleep(700);
+        }
+      })();
       try {
         const lines = await waitForLog(s.runLog, (ls) => endOf(ls, run) !== undefined, LEASE_MS + 3_000, 'the end of the leased run').catch(() => readRunLog(s.runLog));
         const ended = endOf(lines, run);
@@ -39,7 +50,9 @@ export const redisStall: Scenario = {
         resumeAt = Date.now();
         s.redis.resume();
       }
+      await stalled;
       ctx.log(`Redis stalled for ${resumeAt - stallAt} ms`);
+      c.equal('PINGs of the harness that Redis answered while stopped (the fault held)', answered, 0);
       const during = readRunLog(s.runLog);
       const stallMs = resumeAt - stallAt;
       for (const node of nodes) {
