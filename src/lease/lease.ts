@@ -123,11 +123,7 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
   const clock = options.clock ?? systemClock;
   const perCall = (options.batch ?? !isCluster(redis)) ? JOBS_PER_CALL : 1;
   const answerBy = options.answerBy;
-  const stamped = (jobs: readonly ClaimScriptArgs[]): readonly ClaimScriptArgs[] => {
-    const by = answerBy?.();
-    return by === undefined ? jobs : jobs.map((j) => ({ ...j, answerBy: by }));
-  };
-  const claims = batcher<ClaimScriptArgs, ClaimResult<string>>((jobs) => claimScript(redis, stamped(jobs)), perCall);
+  const claims = batcher<ClaimScriptArgs, ClaimResult<string>>((jobs) => claimScript(redis, jobs, answerBy?.()), perCall);
   const releases = batcher<ReleaseScriptArgs, boolean>((jobs) => releaseScript(redis, jobs), perCall);
 
   const runsCap = options.runsCap ?? DEFAULT_RECENT_RUNS;

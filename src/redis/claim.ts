@@ -45,13 +45,15 @@ export interface ClaimArgs {
   readonly runsCap: number;
   /** `manual` only: the operator's request id. */
   readonly request?: string;
-  /** Epoch ms on Redis time past which the claim is refused (`stale`): its claimant no longer waits for the answer. */
-  readonly answerBy?: number;
 }
 
-/** One job's argument of `claim.lua`: a JSON object of the members its header names. */
-export function encodeClaimArgs(args: ClaimArgs): string {
-  const { tick, leaseMs, mode, nowGuardMs, countSkip, holder, runsCap, request, answerBy } = args;
+/**
+ * One job's argument of `claim.lua`: a JSON object of the members its header names. `answerBy`
+ * is the call's (epoch ms on Redis time past which the claim is refused: its claimant no longer
+ * waits for the answer).
+ */
+export function encodeClaimArgs(args: ClaimArgs, answerBy?: number): string {
+  const { tick, leaseMs, mode, nowGuardMs, countSkip, holder, runsCap, request } = args;
   return JSON.stringify({ tick, leaseMs, mode, nowGuardMs, countSkip, holder, runsCap, request, answerBy });
 }
 

@@ -61,19 +61,20 @@ function claimResult(answer: unknown): ClaimResult<string> | LeaseholdError | un
  * as if claimed alone. Resolves to one result per job (a claimed lease is the value the
  * script wrote), or that job's error (invalid arguments, a malformed reply); rejects only
  * when the call as a whole failed. All keys must be on one Redis (not split over a
- * Cluster's slots).
+ * Cluster's slots). With `answerBy` (epoch ms on Redis time), Redis refuses the claims if it
+ * reaches them later: their claimant no longer waits for the answer.
  */
-export async function claimScript(redis: RedisClient, jobs: readonly ClaimScriptArgs[]): Promise<Array<ClaimResult<string> | Error>> {
+export async function claimScript(redis: RedisClient, jobs: readonly ClaimScriptArgs[], answerBy?: number): Promise<Array<ClaimResult<string> | Error>> {
+  if (answerBy !== undefined) requireInteger('answerBy', answerBy, 0);
   return sendValid(jobs, (j) => {
     requireInteger('tick', j.tick, 0);
     requireInteger('leaseMs', j.leaseMs, 1);
     requireInteger('nowGuardMs', j.nowGuardMs, 0);
     requireInteger('runsCap', j.runsCap, 1);
-    if (j.answerBy !== undefined) requireInteger('answerBy', j.answerBy, 0);
   }, async (valid) => {
     const args: string[] = [];
     for (const j of valid) args.push(j.leaseKey, j.stateKey, j.statsKey, j.runsKey);
-    for (const j of valid) args.push(encodeClaimArgs(j));
+    for (const j of valid) args.push(encodeClaimArgs(j, answerBy));
     const reply = await commands(redis).leaseholdClaim(4 * valid.length, ...args);
     return perJob('claim', reply, valid.length, claimResult);
   });
