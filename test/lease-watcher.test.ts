@@ -204,6 +204,25 @@ describe('lease watcher', () => {
     await coordinator.close();
   });
 
+  it('measures its offset to Redis time again at once when Redis refuses claims as late though it answered at once (a failover to a server whose clock is off)', async () => {
+    let shift = 0;
+    const clock: Timers = { ...systemClock, monotonic: () => systemClock.monotonic() + shift };
+    const { logger, lines } = memoryLogger();
+    const coordinator = redisCoordinator({ redis: leaseConn, keys: keys(`lh-skew-${randomUUID()}`), instanceId: 'node-a', logger, ownsConnection: false, clock });
+    await coordinator.start();
+    const tick = async (): Promise<number> => Number((await raw.time())[0]) * 1000 - 1000;
+    // From here the node's reading of Redis time is 5 s behind, as after a failover to a
+    // server whose clock is 5 s ahead of the old one's.
+    shift = -5_000;
+    await assert.rejects(coordinator.claim({ jobId: 'skew', tick: await tick(), leaseMs: 400, mode: 'grid', countSkip: false }), (err) => isLeaseholdError(err, 'redisError') && /after its node stopped waiting/.test(err.message));
+    await sleep(200);
+    const next = await coordinator.claim({ jobId: 'skew', tick: (await tick()) + 1000, leaseMs: 400, mode: 'grid', countSkip: false });
+    assert.equal(next.kind, 'claimed', 'measured again: in time');
+    if (next.kind === 'claimed') await next.lease.release(undefined);
+    assert.ok(lines.some((l) => /measuring the offset to Redis time again/.test(String(l['msg']))), 'said once, at info');
+    await coordinator.close();
+  });
+
   it('claims in time on a wall clock seconds slow before its offset to Redis time is measured, and once it is', async () => {
     // The wall clock is all a coordinator has until its first measurement (Redis may be down at
     // start): a claim's answer time read off it would be past on Redis before the claim was sent.

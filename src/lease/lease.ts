@@ -9,7 +9,7 @@ import { systemClock, type TimerHandle, type Timers } from '../clock.js';
 import { LEASE_COMMAND_TIMEOUT_MS, redisProblem, type RedisClient } from '../redis/connection.js';
 import { ErrorCodes, LeaseholdError, isLeaseholdError, errorMessage } from '../errors.js';
 import type { ClaimRequest, ClaimResult } from '../redis/claim.js';
-import { claimScript, extendScript, releaseScript, type ClaimScriptArgs, type ReleaseScriptArgs } from '../redis/lease-scripts.js';
+import { claimScript, extendScript, isRefusedLate, releaseScript, type ClaimScriptArgs, type ReleaseScriptArgs } from '../redis/lease-scripts.js';
 import { JOBS_PER_CALL } from '../redis/scripts.js';
 import type { Keys } from '../redis/keys.js';
 import { DEFAULT_RECENT_RUNS } from '../redis/record.js';
@@ -110,6 +110,12 @@ export interface LeaseStoreOptions {
    * no function: accepted however late.
    */
   answerBy?: () => number | undefined;
+  /**
+   * Told when Redis refused a call's claims as late though the call was answered within
+   * {@link CLAIM_ANSWER_WINDOW_MS}: the answer time was read off a wrong offset to Redis time
+   * (Redis failed over to a server whose clock is off the old one's).
+   */
+  onRefusedInTime?: () => void;
 }
 
 function redisError(action: string, err: unknown): unknown {
@@ -122,8 +128,14 @@ function redisError(action: string, err: unknown): unknown {
 export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseStoreOptions = {}): LeaseStore {
   const clock = options.clock ?? systemClock;
   const perCall = (options.batch ?? !isCluster(redis)) ? JOBS_PER_CALL : 1;
-  const answerBy = options.answerBy;
-  const claims = batcher<ClaimScriptArgs, ClaimResult<string>>((jobs) => claimScript(redis, jobs, answerBy?.()), perCall);
+  const { answerBy, onRefusedInTime } = options;
+  const sendClaims = async (jobs: readonly ClaimScriptArgs[]): Promise<Array<ClaimResult<string> | Error>> => {
+    const sentAt = clock.monotonic();
+    const answers = await claimScript(redis, jobs, answerBy?.());
+    if (onRefusedInTime && clock.monotonic() - sentAt < CLAIM_ANSWER_WINDOW_MS && answers.some(isRefusedLate)) onRefusedInTime();
+    return answers;
+  };
+  const claims = batcher<ClaimScriptArgs, ClaimResult<string>>(sendClaims, perCall);
   const releases = batcher<ReleaseScriptArgs, boolean>((jobs) => releaseScript(redis, jobs), perCall);
 
   const runsCap = options.runsCap ?? DEFAULT_RECENT_RUNS;

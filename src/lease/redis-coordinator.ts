@@ -46,11 +46,21 @@ export function redisCoordinator(opts: RedisCoordinatorOptions): RedisCoordinato
   let measured = false;
   let timer: TimerHandle | undefined;
   let closed = false;
+  let remeasuring: Promise<void> | undefined;
 
   const now = (): number => Math.floor(clock.monotonic() + offset);
   const store = createLeaseStore(opts.redis, opts.keys, {
     clock,
     answerBy: () => (measured ? now() + CLAIM_ANSWER_WINDOW_MS : undefined),
+    // Claims refused as late, answered at once: the offset is wrong (Redis failed over to a
+    // server whose clock is off the old one's). It is measured again now, not within the minute.
+    onRefusedInTime: () => {
+      if (closed || remeasuring) return;
+      opts.logger.info('Redis refused claims as late though it answered at once: measuring the offset to Redis time again');
+      remeasuring = measure().finally(() => {
+        remeasuring = undefined;
+      });
+    },
     ...(opts.recentRuns === undefined ? {} : { runsCap: opts.recentRuns }),
   });
 

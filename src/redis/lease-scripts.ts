@@ -18,6 +18,14 @@ export interface ClaimScriptArgs extends ClaimArgs {
   readonly runsKey: string;
 }
 
+/** The errors of claims Redis refused as reaching it after their answer time. */
+const lateRefusals = new WeakSet<object>();
+
+/** Whether `err` is a claim's error saying that Redis refused it as reaching it after its answer time. */
+export function isRefusedLate(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && lateRefusals.has(err);
+}
+
 /**
  * One job's answer of `claim.lua` as a {@link ClaimResult}, the lease being its value; a claim
  * Redis reached after its answer time as its error; undefined when malformed.
@@ -28,7 +36,9 @@ function claimResult(answer: unknown): ClaimResult<string> | LeaseholdError | un
   switch (kind) {
     case 'stale':
       if (isInteger(a) && isInteger(b)) {
-        return new LeaseholdError(ErrorCodes.redisError, `the claim reached Redis ${a - b} ms after its node stopped waiting for the answer (Redis or the connection stalled)`);
+        const late = new LeaseholdError(ErrorCodes.redisError, `the claim reached Redis ${a - b} ms after its node stopped waiting for the answer (Redis or the connection stalled)`);
+        lateRefusals.add(late);
+        return late;
       }
       break;
     case 'early':
