@@ -255,12 +255,11 @@ const LOGGER_METHODS = ['error', 'warn', 'info', 'debug', 'child', 'isLevelEnabl
 
 /** `logger` when it has every method the runner calls, else an error naming what it lacks (not at the first line logged). */
 function checkLogger(logger: unknown): Logger {
-  const lacks = typeof logger === 'object' && logger !== null
-    ? LOGGER_METHODS.filter((m) => typeof (logger as Record<string, unknown>)[m] !== 'function')
-    : LOGGER_METHODS;
-  if (lacks.length === 0) return logger as Logger;
-  const got = lacks === LOGGER_METHODS ? describe(logger) : `an object without ${lacks.join(', ')}`;
-  throw new LeaseholdError(ErrorCodes.invalidConfig, `logger must be a pino logger (${LOGGER_METHODS.slice(0, -2).join(', ')}, child and isLevelEnabled), got ${got}; a logger at level "silent" writes nothing`);
+  const refused = (got: string): LeaseholdError => new LeaseholdError(ErrorCodes.invalidConfig, `logger must be a pino logger (error, warn, info, debug, child and isLevelEnabled), got ${got}; a logger at level "silent" writes nothing`);
+  if (typeof logger !== 'object' || logger === null) throw refused(describe(logger));
+  const lacks = LOGGER_METHODS.filter((m) => typeof (logger as Record<string, unknown>)[m] !== 'function');
+  if (lacks.length > 0) throw refused(`an object without ${lacks.join(', ')}`);
+  return logger as Logger;
 }
 
 /** Resolves a runner's options into checked values. */

@@ -262,20 +262,15 @@ local function claim(leaseKey, stateKey, statsKey, runsKey, job)
     return corrupt(stateKey, 'hash')
   end
   local lastTick = tonumber(state[1])
-  -- Too late: its claimant no longer waits for this answer, or will not by the time it comes.
-  -- The tick is handled all the same, as for a claim given up below.
-  if job.answerBy and nowMs > job.answerBy then
+  -- A claim its claimant no longer waits for (too late for its answer time, or given up and
+  -- recorded failed: see the header) is never granted. Its tick is handled all the same: it is
+  -- not missed, as its claimant's record says it failed.
+  local stale = job.answerBy and nowMs > job.answerBy
+  if stale or (mode ~= 'pause' and tonumber(state[8]) == tick) then
     if mode ~= 'manual' and (not lastTick or lastTick < tick) then
       redis.call('HSET', stateKey, 'tick', string.format('%d', tick))
     end
-    return {'stale', nowMs, job.answerBy}
-  end
-  if mode ~= 'pause' and tonumber(state[8]) == tick then
-    -- Its claimant gave up waiting for this answer and recorded the tick failed: never grant
-    -- it. The tick is handled all the same (it is not missed: its record says it failed).
-    if mode ~= 'manual' and (not lastTick or lastTick < tick) then
-      redis.call('HSET', stateKey, 'tick', string.format('%d', tick))
-    end
+    if stale then return {'stale', nowMs, job.answerBy} end
     return {'done', lastTick or -1, 0}
   end
 
