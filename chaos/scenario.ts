@@ -7,6 +7,7 @@ import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
+import { MAX_CLAIM_LEAD_MS } from '../src/runner/claims.js';
 import { startRedis, type TestRedis } from '../test/helpers/redis.js';
 import { Cluster, readCounters } from './cluster.js';
 import type { ChaosJobId } from './jobs.js';
@@ -138,6 +139,11 @@ export interface CountOptions {
    * recorded once, with its outcome by its node or `lost` by the claim that reached Redis first.
    */
   readonly outages?: readonly Window[];
+  /**
+   * Runs of each job that a killed node had claimed and not started (see {@link unstartedAtKill}):
+   * Redis records each once, as lost, and the run log has no line of it.
+   */
+  readonly unstarted?: Partial<Record<ChaosJobId, number>>;
 }
 
 /**
@@ -148,7 +154,7 @@ export interface CountOptions {
  * Adds a check per job; returns the runs the counters lack (negative when they have too many).
  */
 export async function compareCounts(c: Checks, s: Stage, lines: readonly RunLine[], jobs: readonly ChaosJobId[], opts: CountOptions = {}): Promise<number> {
-  const { allowedLoss = 0, unendedAs = 'lost', outages = [] } = opts;
+  const { allowedLoss = 0, unendedAs = 'lost', outages = [], unstarted = {} } = opts;
   let lost = 0;
   for (const job of jobs) {
     const counters = await readCounters(s.client, s.prefix, job);
@@ -158,8 +164,9 @@ export async function compareCounts(c: Checks, s: Stage, lines: readonly RunLine
     // lost by the claim that took the lease over first. A run on a worker thread that a stop
     // terminated never ends either, and is recorded interrupted (`unendedAs`).
     const unended = startsOf(lines, job).filter((l) => endOf(lines, l) === undefined).length;
-    const [gone, stopped] = unendedAs === 'lost' ? [unended, 0] : [0, unended];
-    const finished = [...by.values()].reduce((a, b) => a + b, 0) + unended;
+    const claimedOnly = unstarted[job] ?? 0;
+    const [gone, stopped] = unendedAs === 'lost' ? [unended + claimedOnly, 0] : [claimedOnly, unended];
+    const finished = [...by.values()].reduce((a, b) => a + b, 0) + unended + claimedOnly;
     const counted = (counters['runs'] ?? 0) - (counters['failed'] ?? 0);
     lost += finished - counted;
     const leaseGone = (counters['lockLost'] ?? 0) + (counters['lost'] ?? 0);
@@ -167,7 +174,7 @@ export async function compareCounts(c: Checks, s: Stage, lines: readonly RunLine
     const [ends, aborts] = [by.get('end') ?? 0, (by.get('shutdown') ?? 0) + stopped];
     const outcomes = job === 'blocker'
       ? `lockLost ${counters['lockLost'] ?? 0}, lost ${counters['lost'] ?? 0} (log: ${finished} runs, each past its lease)`
-      : `succeeded ${succeeded}/${ends}, lockLost+lost ${counters['lockLost'] ?? 0}+${counters['lost'] ?? 0}/${by.get('lockLost') ?? 0}+${gone} never ended, interrupted ${interrupted}/${by.get('shutdown') ?? 0}${stopped > 0 ? `+${stopped} terminated` : ''}`;
+      : `succeeded ${succeeded}/${ends}, lockLost+lost ${counters['lockLost'] ?? 0}+${counters['lost'] ?? 0}/${by.get('lockLost') ?? 0}+${gone} never ended${claimedOnly > 0 ? ` (${claimedOnly} claimed, not started)` : ''}, interrupted ${interrupted}/${by.get('shutdown') ?? 0}${stopped > 0 ? `+${stopped} terminated` : ''}`;
     // Outcomes a claim's `lost` stands for: at most the runs that ended within an outage.
     const inOutage = lines.filter((l) => l.job === job && l.ev !== 'start' && outages.some((w) => l.t >= w.from && l.t <= w.to)).length;
     const asLost = ends - succeeded + (aborts - interrupted);
@@ -182,6 +189,24 @@ export async function compareCounts(c: Checks, s: Stage, lines: readonly RunLine
     );
   }
   return lost;
+}
+
+/**
+ * Runs of `job` that node `victim`, killed at `killAt`, had claimed and not started. A claim goes
+ * out up to {@link MAX_CLAIM_LEAD_MS} ahead of its tick, so a kill can fall between a granted
+ * claim and its run: the lease holds the job, and the claim that takes it over records the run
+ * lost (its tick did not run), with no line in the run log. Each is read from the job's recent
+ * runs: recorded lost, on the victim, a tick due near the kill, a token the run log never started.
+ */
+export async function unstartedAtKill(s: Stage, lines: readonly RunLine[], job: ChaosJobId, victim: string, killAt: number): Promise<number> {
+  const started = new Set(startsOf(lines, job).map((l) => l.token));
+  const records = (await s.client.lrange(`${s.prefix}:{${job}}:runs`, 0, -1))
+    .map((r) => JSON.parse(r) as { outcome: string; instance: string; scheduledAt: string; fencingToken: number | null });
+  return records.filter((r) => {
+    const due = Date.parse(r.scheduledAt);
+    return r.outcome === 'lost' && r.instance === victim && !started.has(r.fencingToken ?? undefined)
+      && due >= killAt - 1_000 && due <= killAt + MAX_CLAIM_LEAD_MS;
+  }).length;
 }
 
 /** Redis's `missed` counters of `jobs`, added up. */
