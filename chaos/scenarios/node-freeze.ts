@@ -31,7 +31,6 @@ export const nodeFreeze: Scenario = {
       // wakes a second later, while the job's next step is due within 100 ms. Which of the two
       // runs first on waking decides whether the job does work it no longer holds the lease for.
       await sleep(Math.max(0, first.t + (ctx.quick ? 1_060 : 4_060) - Date.now()));
-      await sleep(1000 - (Date.now() % 1000) - 8);
       s.cluster.freeze(victim);
       const frozenAt = Date.now();
       ctx.log(`froze ${victim.id} ${frozenAt - first.t} ms into its run`);
