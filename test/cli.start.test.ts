@@ -38,6 +38,25 @@ test('SIGINT stops the node cleanly too', async () => {
   assert.equal((await node.exited).code, 0);
 });
 
+test('SIGTERM while the node is still starting stops it cleanly, exit 0, before it runs a job', async () => {
+  const node = spawnLeasehold(['start', '--jobs', 'test/fixtures/jobs-slow-load.mjs', '--port', '0', '--local']);
+  await node.waitFor((l) => l['msg'] === 'jobs module loading');
+  node.kill('SIGTERM');
+  const { code, signal } = await node.exited;
+  assert.deepEqual({ code, signal }, { code: 0, signal: null }, 'an exit of its own, not the signal\'s default');
+  assert.ok(node.lines.some((l) => /received SIGTERM while starting/.test(String(l['msg']))), 'it says why it stops');
+  assert.equal(node.lines.filter((l) => l['msg'] === 'leasehold runner started' || l['outcome'] !== undefined).length, 0, 'no job ran');
+});
+
+test('a second signal while the node is still starting exits at once, 130', async () => {
+  const node = spawnLeasehold(['start', '--jobs', 'test/fixtures/jobs-slow-load.mjs', '--port', '0', '--local']);
+  await node.waitFor((l) => l['msg'] === 'jobs module loading');
+  node.kill('SIGINT');
+  await node.waitFor((l) => /received SIGINT while starting/.test(String(l['msg'])));
+  node.kill('SIGINT');
+  assert.equal((await node.exited).code, 130);
+});
+
 test('a node whose jobs module holds a handle open (a pool, a client) still exits 0 on SIGTERM, naming what was left open', { timeout: 30_000 }, async () => {
   const node = spawnLeasehold(['start', '--jobs', 'test/fixtures/jobs-holding.mjs', '--port', '0', '--local']);
   await node.waitFor((l) => l['msg'] === 'leasehold runner started');

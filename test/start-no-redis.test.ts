@@ -56,6 +56,17 @@ describe('leasehold start without Redis', () => {
     await until('the private Redis to stop', async () => !(await ping(port)), 5_000);
   });
 
+  it('with --private-redis, SIGTERM as its Redis comes up: the start stops, the node exits 0, its Redis with it', async () => {
+    const node = spawnLeasehold(['start', '--jobs', 'test/fixtures/jobs-edges.mjs', '--port', '0', '--host', '127.0.0.1', '--private-redis'], { ...NO_REDIS, ONLY_JOBS: 'steady', LOG_LEVEL: 'info' });
+    const up = await node.waitFor((l) => typeof l['redis'] === 'string' && /started a private redis-server/.test(String(l['msg'])), 20_000);
+    node.kill('SIGTERM');
+    assert.equal((await node.exited).code, 0, node.stderr());
+    assert.ok(node.lines.some((l) => /received SIGTERM/.test(String(l['msg']))), node.stdout());
+    assert.deepEqual(node.lines.filter((l) => Number(l['level']) >= 40).map((l) => l['msg']), [], 'nothing failed on the way down');
+    const port = Number(new URL(String(up['redis'])).port);
+    await until('the private Redis to stop', async () => !(await ping(port)), 5_000);
+  });
+
   it('starts a module of instance jobs without any flag', async () => {
     const node = spawnLeasehold(['start', '--jobs', 'test/fixtures/jobs-edges.mjs', '--port', '0', '--host', '127.0.0.1'], { ...NO_REDIS, ONLY_JOBS: 'steady' });
     await node.waitFor((l) => String(l['msg']).startsWith('HTTP listening'), 20_000);

@@ -40,6 +40,51 @@ function exitIfHeld(logger: Logger, code: number): void {
   }, HELD_EXIT_MS, true);
 }
 
+/** The first stop signal that came while the node was starting, if any; see {@link watchStartSignals}. */
+interface StartSignals {
+  readonly received: NodeJS.Signals | undefined;
+  /** Stops listening: the running node's own handlers take over. */
+  end(): void;
+}
+
+/**
+ * Listens for SIGTERM and SIGINT while the node starts (its jobs module loading, its private
+ * Redis starting, Redis connecting, many jobs registering), when the process would otherwise end
+ * at once by the signal's default action. The first is kept and the start stops at its next
+ * step, exit 0; a second exits at once, 130, as it does once the node runs.
+ */
+function watchStartSignals(logger: Logger): StartSignals {
+  let received: NodeJS.Signals | undefined;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (received !== undefined) {
+      logger.warn({ signal }, 'second %s: exiting without waiting', signal);
+      process.exit(130);
+    }
+    received = signal;
+    logger.info({ signal }, 'received %s while starting: stopping after the step under way', signal);
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  return {
+    get received() {
+      return received;
+    },
+    end() {
+      process.off('SIGTERM', onSignal);
+      process.off('SIGINT', onSignal);
+    },
+  };
+}
+
+/** Ends a start that a signal interrupted: closes what started, in order, and says so; exit code 0. */
+async function stopUnstarted(logger: Logger, signals: StartSignals, close: ReadonlyArray<() => Promise<void> | undefined>): Promise<number> {
+  for (const step of close) await step();
+  signals.end();
+  logger.info({ signal: signals.received }, 'not started: %s came while starting', signals.received);
+  exitIfHeld(logger, 0);
+  return 0;
+}
+
 /** `leasehold start --help`: every flag and variable of {@link CONFIG}, as the parser reads them. */
 export function startHelp(): CommandHelp {
   return {
@@ -49,7 +94,7 @@ export function startHelp(): CommandHelp {
     options: CONFIG.filter((e) => e.flag !== undefined).map((e) => helpOption(e)),
     environment: CONFIG.filter((e) => e.flag === undefined).map((e) => helpOption(e)),
     notes: [
-      'On SIGTERM or SIGINT the node stops its timer, waits the shutdown grace for runs in progress, aborts the rest, and exits 0. It exits non-zero when it cannot start: 2 for a bad flag or variable.',
+      'On SIGTERM or SIGINT the node stops its timer, waits the shutdown grace for runs in progress, aborts the rest, and exits 0. A signal while it starts (its jobs module loading, Redis connecting) stops the start after the step under way, also with 0; a second one exits at once, 130. It exits non-zero when it cannot start: 2 for a bad flag or variable.',
       'A rejection nobody handles in job or task code is logged with its job or task and counted (leasehold_unhandled_errors_total); the node keeps running. An exception nobody catches stops the node as SIGTERM does, and it exits 1.',
     ],
   };
@@ -93,10 +138,12 @@ export async function runStart(args: string[]): Promise<number> {
   const config = readConfig(parseFlags(args), process.env);
   if (!config.jobs) throw new LeaseholdError(ErrorCodes.invalidConfig, 'start: --jobs <module> is required');
   const logger = createLogger({ level: config.logLevel, format: logFormat(config.logFormat, process.stdout.isTTY === true) });
+  const signals = watchStartSignals(logger);
   const { jobs, tasks: asyncTasks, errors: decorated, warnings } = expandExport(await loadJobsModule(config.jobs), resolve(config.jobs));
   for (const warning of warnings) logger.warn(warning);
   checkAllJobs(jobs, decorated);
   const extras = await loadModuleExtras(config.jobs);
+  if (signals.received) return stopUnstarted(logger, signals, []);
   let privateRedis: PrivateRedis | undefined;
   if (config.privateRedis && !config.redisUrl && !config.redisClusterNodes && !config.redisSentinels) {
     privateRedis = await startPrivateRedis();
@@ -137,6 +184,7 @@ export async function runStart(args: string[]): Promise<number> {
     runner.addTask(definition as TaskDefinition);
     bindTask(task, asyncCallsOf(runner));
   }
+  if (signals.received) return stopUnstarted(logger, signals, [() => runner.stop(), () => privateRedis?.stop()]);
   await runner.start();
   let http: Awaited<ReturnType<typeof startHttpServer>>;
   try {
@@ -183,6 +231,7 @@ export async function runStart(args: string[]): Promise<number> {
         },
       );
     };
+    signals.end();
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
     // Started through npm or npx, the node's parent may be killed without passing the signal
@@ -191,5 +240,7 @@ export async function runStart(args: string[]): Promise<number> {
     const parentWatch = every(systemClock, PARENT_CHECK_MS, () => {
       if (parentPid > 1 && process.ppid !== parentPid) onSignal('parent gone');
     });
+    // A signal that came while the node started stops it now.
+    if (signals.received) onSignal(signals.received);
   });
 }
