@@ -229,7 +229,7 @@ describe('lua scripts', () => {
       outcome: 'lost', instance: 'node-a', scheduledAt: new Date(1_000).toISOString(), startedAt: new Date(dead.serverNowMs).toISOString(),
       durationMs: 0, error: '', fencingToken: 1, manual: false, attempt: 1,
     });
-    assert.match(String(runs[0]?.['error']), /node node-a stopped or froze during the run .*found by node-b/);
+    assert.match(String(runs[0]?.['error']), /node node-a stopped or froze while it held the lease of this tick .*found by node-b/);
     // node-b's run is released: its next claim finds nothing lost.
     assert.equal(await answer(releaseScript(redis, [{ ...k, value: found.lease, delayMs: -1 }])), true);
     assert.equal(await redis.hget(k.stateKey, 'run'), '');
@@ -242,6 +242,22 @@ describe('lua scripts', () => {
     assert.equal(after.kind === 'claimed' && after.lost, undefined);
     assert.equal((await redis.hgetall(k.statsKey))['lost'], '1');
     assert.equal(await redis.llen(k.runsKey), 1);
+  });
+
+  it('dates a lost run whose claim came ahead of its tick at the tick, the earliest it could have started, never before', async () => {
+    const k = fresh();
+    const now = Number((await redis.time())[0]) * 1_000;
+    const tick = now + 5_000; // claimed 5 s ahead (a lead is at most 250 ms; the margin is the test's)
+    const base = { ...k, mode: 'grid' as const, nowGuardMs: 1e15 };
+    const dead = await answer(claimScript(redis, [{ ...base, tick, leaseMs: 30, holder: 'node-a' }]));
+    assert.equal(dead.kind, 'claimed');
+    await sleep(60); // node-a died before its tick came
+    const found = await answer(claimScript(redis, [{ ...base, tick: tick + 1_000, leaseMs: 10_000, holder: 'node-b' }]));
+    assert.equal(found.kind === 'claimed' && found.lost?.startedAt, tick);
+    const [run] = (await redis.lrange(k.runsKey, 0, -1)).map((r) => JSON.parse(r) as Record<string, unknown>);
+    assert.deepEqual([run?.['scheduledAt'], run?.['startedAt']], [new Date(tick).toISOString(), new Date(tick).toISOString()]);
+    assert.match(String(run?.['error']), /node node-a stopped or froze while it held the lease of this tick/);
+    assert.equal((await redis.hgetall(k.statsKey))['lastStartedAt'], new Date(tick).toISOString());
   });
 
   it('keeps one record per fencing token: a lease-lost run counts only while no claim recorded its token lost', async () => {

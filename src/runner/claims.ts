@@ -245,7 +245,7 @@ export class Claims {
       outcome: 'lost',
       endedAt: run.foundAt,
       durationMs,
-      error: `no outcome was recorded: node ${run.holder} stopped or froze during the run and its lease expired (found by ${this.host.instanceId})`,
+      error: `no outcome was recorded: node ${run.holder} stopped or froze while it held the lease of this tick (during its run, or before it began) and the lease expired (found by ${this.host.instanceId})`,
       cause: undefined,
       recorded: true,
     });

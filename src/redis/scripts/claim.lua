@@ -13,7 +13,8 @@
                               manual, manualAt = the last manual claim's
                               request id and server time (epoch ms),
                               run = the running marker of the last claim won,
-                              `<token> <tick> <startedAt ms> <manual 0|1> <holder>`,
+                              `<token> <tick> <startedAt ms> <manual 0|1> <holder>`
+                              (startedAt: the claim's time, or its tick when later),
                               '' (or absent) once its run is released or recorded,
                               lost = the last runs recorded lost here, each
                               `<token>:<tick>`, space-separated, newest last (at
@@ -219,7 +220,7 @@ local function recordLost(statsKey, runsKey, job, marker)
   if not token then return '' end
   token, tick, startedAt = tonumber(token), tonumber(tick), tonumber(startedAt)
   local startedIso = iso(startedAt)
-  local err = 'no outcome was recorded: node ' .. holder .. ' stopped or froze during the run and its lease expired (found by ' .. job.holder .. ')'
+  local err = 'no outcome was recorded: node ' .. holder .. ' stopped or froze while it held the lease of this tick (during its run, or before it began) and the lease expired (found by ' .. job.holder .. ')'
   local s = redis.pcall('HMGET', statsKey, 'runs', 'lost', 'streak', 'lastStartedAt', 'version')
   if type(s) == 'table' and not s.err then
     local runs, lost, streak = counter(s[1]), counter(s[2]), counter(s[3])
@@ -330,7 +331,8 @@ local function claim(leaseKey, stateKey, statsKey, runsKey, job)
   -- A marker still set: its run's lease has expired (ours is set) and nobody recorded the run.
   local lost = ''
   if state[6] and state[6] ~= '' then lost = recordLost(statsKey, runsKey, job, state[6]) end
-  local run = string.format('%d %d %d %d ', token, tick, nowMs, mode == 'manual' and 1 or 0) .. job.holder
+  -- The run starts at its tick at the earliest: a claim sent ahead of its tick dates it there.
+  local run = string.format('%d %d %d %d ', token, tick, math.max(nowMs, tick), mode == 'manual' and 1 or 0) .. job.holder
   local fields = {'fence', fence, 'run', run}
   if mode == 'manual' then
     for _, v in ipairs({'manual', job.request or '', 'manualAt', string.format('%d', nowMs)}) do fields[#fields + 1] = v end
