@@ -15,6 +15,7 @@ import { CONFIG, helpOption, readConfig } from './config.js';
 import type { CommandHelp } from './help.js';
 import { loadJobsModule, loadModuleExtras } from './load.js';
 import { startPrivateRedis, type PrivateRedis } from './private-redis.js';
+import { watchStartSignals, type StartSignals } from './start-signals.js';
 import { startHttpServer } from '../http/server.js';
 import { redactUrl, splitList, type TaskDefinition } from '../create/command.js';
 import { every, systemClock } from '../clock.js';
@@ -38,42 +39,6 @@ function exitIfHeld(logger: Logger, code: number): void {
     logger.warn({ held }, 'the node has stopped, but its jobs module holds %s open: exiting anyway', held);
     process.exit(code);
   }, HELD_EXIT_MS, true);
-}
-
-/** The first stop signal that came while the node was starting, if any; see {@link watchStartSignals}. */
-interface StartSignals {
-  readonly received: NodeJS.Signals | undefined;
-  /** Stops listening: the running node's own handlers take over. */
-  end(): void;
-}
-
-/**
- * Listens for SIGTERM and SIGINT while the node starts (its jobs module loading, its private
- * Redis starting, Redis connecting, many jobs registering), when the process would otherwise end
- * at once by the signal's default action. The first is kept and the start stops at its next
- * step, exit 0; a second exits at once, 130, as it does once the node runs.
- */
-function watchStartSignals(logger: Logger): StartSignals {
-  let received: NodeJS.Signals | undefined;
-  const onSignal = (signal: NodeJS.Signals): void => {
-    if (received !== undefined) {
-      logger.warn({ signal }, 'second %s: exiting without waiting', signal);
-      process.exit(130);
-    }
-    received = signal;
-    logger.info({ signal }, 'received %s while starting: stopping after the step under way', signal);
-  };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
-  return {
-    get received() {
-      return received;
-    },
-    end() {
-      process.off('SIGTERM', onSignal);
-      process.off('SIGINT', onSignal);
-    },
-  };
 }
 
 /** Ends a start that a signal interrupted: closes what started, in order, and says so; exit code 0. */
@@ -231,16 +196,13 @@ export async function runStart(args: string[]): Promise<number> {
         },
       );
     };
-    signals.end();
-    process.on('SIGTERM', onSignal);
-    process.on('SIGINT', onSignal);
     // Started through npm or npx, the node's parent may be killed without passing the signal
     // on: the node is then re-parented, and stops as on SIGTERM (its private Redis with it).
     const parentPid = process.ppid;
     const parentWatch = every(systemClock, PARENT_CHECK_MS, () => {
       if (parentPid > 1 && process.ppid !== parentPid) onSignal('parent gone');
     });
-    // A signal that came while the node started stops it now.
-    if (signals.received) onSignal(signals.received);
+    // From here the node's own handler hears the signals, and one that came while it started stops it now.
+    signals.handOver(onSignal);
   });
 }
