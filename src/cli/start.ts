@@ -108,13 +108,14 @@ export async function runStart(args: string[]): Promise<number> {
   for (const warning of warnings) logger.warn(warning);
   checkAllJobs(jobs, decorated);
   const extras = await loadModuleExtras(config.jobs);
-  if (signals.received) return stopUnstarted(logger, signals, []);
   let privateRedis: PrivateRedis | undefined;
   if (config.privateRedis && !config.redisUrl && !config.redisClusterNodes && !config.redisSentinels) {
     privateRedis = await startPrivateRedis();
     config.redisUrl = privateRedis.url;
     logger.info({ redis: privateRedis.url }, 'REDIS_URL is not set: started a private redis-server on %s (no persistence; it stops with this node)', privateRedis.url);
   }
+  if (signals.received) return stopUnstarted(logger, signals, [() => privateRedis?.stop()]);
+  // From here to the runner's start nothing waits: a signal is heard once the runner starts, and stops it then.
   const withRedis = Boolean(config.redisUrl || config.redisClusterNodes || config.redisSentinels);
   const runner = createRunner({
     logger,
@@ -149,7 +150,6 @@ export async function runStart(args: string[]): Promise<number> {
     runner.addTask(definition as TaskDefinition);
     bindTask(task, asyncCallsOf(runner));
   }
-  if (signals.received) return stopUnstarted(logger, signals, [() => runner.stop(), () => privateRedis?.stop()]);
   await runner.start();
   let http: Awaited<ReturnType<typeof startHttpServer>>;
   try {
