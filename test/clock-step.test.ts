@@ -7,12 +7,13 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { spawnLeasehold, type NodeProc } from './helpers/node.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
+import { readJsonLines } from './helpers/runs.js';
 
 const FAKETIME_LIB = ['/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1', '/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1'].find((p) => existsSync(p));
 const skip = FAKETIME_LIB ? false : process.env['CI'] ? false : 'libfaketime is not installed (.ci/run installs it)';
@@ -27,8 +28,7 @@ interface Start {
 }
 
 function readStarts(path: string): Start[] {
-  if (!existsSync(path)) return [];
-  return readFileSync(path, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as Start);
+  return readJsonLines<Start>(path);
 }
 
 /** Starts nodes; node i runs under libfaketime with its own time file when `stepped(i)`. */

@@ -6,7 +6,7 @@
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +15,7 @@ import { createRunner, defineTask, isLeaseholdError, type TaskEndedEvent } from 
 import { memoryLogger } from './helpers/log.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
 import { until } from './helpers/wait.js';
+import { readJsonLines } from './helpers/runs.js';
 
 const NODE_SCRIPT = fileURLToPath(new URL('./fixtures/task-node.ts', import.meta.url));
 let redis: TestRedis;
@@ -36,11 +37,7 @@ interface Line {
 }
 
 function readLines(path: string): Line[] {
-  if (!existsSync(path)) return [];
-  return readFileSync(path, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim())
-    .map((l) => JSON.parse(l) as Line);
+  return readJsonLines<Line>(path);
 }
 
 function startNode(inst: string, env: Record<string, string>): { child: ChildProcess; out: () => string; exited: Promise<unknown> } {

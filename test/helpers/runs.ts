@@ -14,13 +14,21 @@ export interface RunLine {
   reason?: string;
 }
 
-/** All lines of the run log at `path`. */
-export function readRuns(path: string): RunLine[] {
+/**
+ * The complete lines of a JSON-lines file that processes may still be appending to: a line is
+ * complete once its newline is written, so the text after the last newline (a line being
+ * appended, which a read can see in part) is left for the next read. None when it does not exist.
+ */
+export function readJsonLines<T>(path: string): T[] {
   if (!existsSync(path)) return [];
-  return readFileSync(path, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim())
-    .map((l) => JSON.parse(l) as RunLine);
+  const lines = readFileSync(path, 'utf8').split('\n');
+  lines.pop();
+  return lines.filter((l) => l.trim()).map((l) => JSON.parse(l) as T);
+}
+
+/** All complete lines of the run log at `path`. */
+export function readRuns(path: string): RunLine[] {
+  return readJsonLines<RunLine>(path);
 }
 
 /** Ticks started more than once for `job`. */
