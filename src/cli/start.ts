@@ -41,9 +41,9 @@ function exitIfHeld(logger: Logger, code: number): void {
   }, HELD_EXIT_MS, true);
 }
 
-/** Ends a start that a signal interrupted: closes what started, in order, and says so; exit code 0. */
-async function stopUnstarted(logger: Logger, signals: StartSignals, close: ReadonlyArray<() => Promise<void> | undefined>): Promise<number> {
-  for (const step of close) await step();
+/** Ends a start that a signal interrupted: stops the private Redis, if it started, and says so; exit code 0. */
+async function stopUnstarted(logger: Logger, signals: StartSignals, privateRedis: PrivateRedis | undefined): Promise<number> {
+  await privateRedis?.stop();
   signals.end();
   logger.info({ signal: signals.received }, 'not started: %s came while starting', signals.received);
   exitIfHeld(logger, 0);
@@ -114,7 +114,7 @@ export async function runStart(args: string[]): Promise<number> {
     config.redisUrl = privateRedis.url;
     logger.info({ redis: privateRedis.url }, 'REDIS_URL is not set: started a private redis-server on %s (no persistence; it stops with this node)', privateRedis.url);
   }
-  if (signals.received) return stopUnstarted(logger, signals, [() => privateRedis?.stop()]);
+  if (signals.received) return stopUnstarted(logger, signals, privateRedis);
   // From here to the runner's start nothing waits: a signal is heard once the runner starts, and stops it then.
   const withRedis = Boolean(config.redisUrl || config.redisClusterNodes || config.redisSentinels);
   const runner = createRunner({
