@@ -2,7 +2,7 @@
  * The run log the chaos jobs write (see `jobs.ts`), read back and checked.
  * @module
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { readJsonLines } from '../test/helpers/runs.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RunEvent } from './jobs.js';
 
@@ -22,19 +22,9 @@ export function throwTrigger(runLogPath: string, node: string): string {
   return `${runLogPath}.throw-${node}`;
 }
 
-/** Every line of the run log at `path` (none when it does not exist yet). */
+/** Every complete line of the run log at `path` (none when it does not exist yet); see {@link readJsonLines}. */
 export function readRunLog(path: string): RunLine[] {
-  if (!existsSync(path)) return [];
-  const out: RunLine[] = [];
-  for (const text of readFileSync(path, 'utf8').split('\n')) {
-    if (text.trim() === '') continue;
-    try {
-      out.push(JSON.parse(text) as RunLine);
-    } catch {
-      // A line being appended right now; the next read has it whole.
-    }
-  }
-  return out;
+  return readJsonLines<RunLine>(path);
 }
 
 /** Starts of `job`, oldest first. */

@@ -7,6 +7,7 @@ import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
+import { keys } from '../src/redis/keys.js';
 import { MAX_CLAIM_LEAD_MS } from '../src/runner/claims.js';
 import { startRedis, type TestRedis } from '../test/helpers/redis.js';
 import { Cluster, readCounters } from './cluster.js';
@@ -191,6 +192,19 @@ export async function compareCounts(c: Checks, s: Stage, lines: readonly RunLine
   return lost;
 }
 
+/** A recent run of a job as Redis keeps it (the members the scenarios read). */
+export interface RecentRun {
+  readonly outcome: string;
+  readonly instance: string;
+  readonly scheduledAt: string;
+  readonly fencingToken: number | null;
+}
+
+/** The recent runs Redis keeps of `job`, newest first. */
+export async function recentRuns(s: Stage, job: ChaosJobId): Promise<RecentRun[]> {
+  return (await s.client.lrange(keys(s.prefix).runs(job), 0, -1)).map((r) => JSON.parse(r) as RecentRun);
+}
+
 /**
  * Runs of `job` that node `victim`, killed at `killAt`, had claimed and not started. A claim goes
  * out up to {@link MAX_CLAIM_LEAD_MS} ahead of its tick, so a kill can fall between a granted
@@ -200,9 +214,7 @@ export async function compareCounts(c: Checks, s: Stage, lines: readonly RunLine
  */
 export async function unstartedAtKill(s: Stage, lines: readonly RunLine[], job: ChaosJobId, victim: string, killAt: number): Promise<number> {
   const started = new Set(startsOf(lines, job).map((l) => l.token));
-  const records = (await s.client.lrange(`${s.prefix}:{${job}}:runs`, 0, -1))
-    .map((r) => JSON.parse(r) as { outcome: string; instance: string; scheduledAt: string; fencingToken: number | null });
-  return records.filter((r) => {
+  return (await recentRuns(s, job)).filter((r) => {
     const due = Date.parse(r.scheduledAt);
     return r.outcome === 'lost' && r.instance === victim && !started.has(r.fencingToken ?? undefined)
       && due >= killAt - 1_000 && due <= killAt + MAX_CLAIM_LEAD_MS;

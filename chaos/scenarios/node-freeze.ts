@@ -9,7 +9,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Checks } from '../report.js';
 import { readRunLog, startsOf, waitForLog, endOf } from '../runlog.js';
-import { stopGracefully, compareCounts, duplicates, missedCount, stage, tickCoverage, type Scenario } from '../scenario.js';
+import { stopGracefully, compareCounts, duplicates, missedCount, recentRuns, stage, tickCoverage, type Scenario } from '../scenario.js';
 
 const LEASE_MS = 2_000;
 
@@ -60,7 +60,7 @@ export const nodeFreeze: Scenario = {
       c.equal('steps of work the woken run did after waking, while another node held the lease', after.length, 0,
         after.length > 0 ? `the first ${(after[0]?.t ?? wokeAt) - wokeAt} ms after SIGCONT, before its signal was aborted` : 'its signal was aborted first');
 
-      const records = (await s.client.lrange(`${s.prefix}:{work}:runs`, 0, -1)).map((r) => JSON.parse(r) as { outcome: string; fencingToken: number | null }).filter((r) => r.fencingToken === first.token);
+      const records = (await recentRuns(s, 'work')).filter((r) => r.fencingToken === first.token);
       c.add('the frozen run is recorded once: lost by the claim that took over, or lockLost by the woken node, never both',
         records.length === 1 && (takeover ? records[0]?.outcome === 'lost' : records[0]?.outcome === 'lost' || records[0]?.outcome === 'lockLost'), records.map((r) => r.outcome).join(', ') || `no record of token ${String(first.token)}`);
 

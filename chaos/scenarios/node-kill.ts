@@ -7,7 +7,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Checks } from '../report.js';
 import { endOf, readRunLog, startsOf, waitForLog } from '../runlog.js';
-import { stopGracefully, compareCounts, duplicates, missedCount, stage, tickCoverage, unstartedAtKill, type Scenario } from '../scenario.js';
+import { stopGracefully, compareCounts, duplicates, missedCount, recentRuns, stage, tickCoverage, unstartedAtKill, type Scenario } from '../scenario.js';
 
 const LEASE_MS = 2_000;
 
@@ -42,7 +42,7 @@ export const nodeKill: Scenario = {
       await sleep(ctx.quick ? 2_500 : 10_000);
       const { stopAt, all } = await stopGracefully(s, c, 'exit codes of the graceful stops of the others');
       c.add('the killed run never ended', endOf(all, run) === undefined, endOf(all, run)?.ev ?? 'no end');
-      const records = (await s.client.lrange(`${s.prefix}:{work}:runs`, 0, -1)).map((r) => JSON.parse(r) as { outcome: string; fencingToken: number | null; instance: string }).filter((r) => r.fencingToken === run.token);
+      const records = (await recentRuns(s, 'work')).filter((r) => r.fencingToken === run.token);
       c.add('the killed run is recorded once, as lost, by the claim that took the job over', records.length === 1 && records[0]?.outcome === 'lost' && records[0].instance === victim.id,
         records.map((r) => `${r.outcome} (ran on ${r.instance})`).join(', ') || `no record of token ${String(run.token)}`);
       const dup = duplicates(all, ['work', 'tick']);
