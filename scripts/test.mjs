@@ -19,10 +19,10 @@ const files = process.argv.length > 2
 // The mark is for the files' processes; NODE_OPTIONS reaches them (and what they start).
 process.env['LEASEHOLD_TEST_FILE'] = '1';
 process.env['NODE_OPTIONS'] = `${process.env['NODE_OPTIONS'] ?? ''} --import ${new URL('./test-exit.mjs', import.meta.url).href}`.trim();
-// A file still running after 10 minutes fails, named, and the others go on: a test waiting for
-// something that never comes (a node deaf to its SIGTERM held one for nine minutes once) would
-// otherwise hold the whole run until CI's own limit, with no report of which. The longest file,
-// the fault suite's, takes about 100 s alone.
+// A file (on Node 20 and 22; a test, on Node 24) still running after 10 minutes fails, named, and
+// the others go on: a test waiting for something that never comes (a node deaf to its SIGTERM
+// held one for nine minutes once) would otherwise hold the whole run until CI's own limit, with
+// no report of which. The longest file, the fault suite's, takes about 100 s alone.
 const FILE_TIMEOUT_MS = 10 * 60_000;
 const stream = run({ files, concurrency: 2, timeout: FILE_TIMEOUT_MS });
 stream.on('test:fail', () => {
