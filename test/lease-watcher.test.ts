@@ -5,7 +5,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { isLeaseholdError } from '../src/errors.js';
 import { createLeaseStore, type Lease } from '../src/lease/lease.js';
-import { redisCoordinator } from '../src/lease/redis-coordinator.js';
+import { RELEASE_RETRY_MS, redisCoordinator } from '../src/lease/redis-coordinator.js';
+import type { HeldLease } from '../src/lease/port.js';
 import { systemClock, type Timers } from '../src/clock.js';
 import { memoryLogger } from './helpers/log.js';
 import { watchLease, type LeaseWatch } from '../src/lease/watcher.js';
@@ -239,6 +240,79 @@ describe('lease watcher', () => {
     assert.equal(after.kind, 'claimed', 'measured');
     if (after.kind === 'claimed') await after.lease.release(undefined);
     await coordinator.close();
+  });
+
+  it('sends a release that Redis did not answer again once the connection is back, a fixedDelay delay counted from the first try', async () => {
+    // A connection of its own, cut by Redis: the release fails at once (no offline queue), and
+    // ioredis reconnects within a few hundred ms.
+    const conn = createRedis({ url: server.url, role: 'lease' });
+    await whenReady(conn, 5000);
+    const { logger, lines } = memoryLogger();
+    const k = keys(`lh-retry-${randomUUID()}`);
+    const coordinator = redisCoordinator({ redis: conn, keys: k, instanceId: 'node-a', logger, ownsConnection: true });
+    try {
+      const [s] = await raw.time();
+      const result = await coordinator.claim({ jobId: 'retried', tick: Number(s) * 1000 - 1000, leaseMs: 30_000, mode: 'grid', countSkip: false });
+      assert.equal(result.kind, 'claimed');
+      if (result.kind !== 'claimed') return;
+      await raw.client('KILL', 'ID', String(await conn.client('ID')));
+      const cut = Date.now();
+      while (conn.status === 'ready' && Date.now() - cut < 2_000) await sleep(5);
+      const [sec, micro] = await raw.time();
+      const failedAt = Number(sec) * 1000 + Math.floor(Number(micro) / 1000);
+      await assert.rejects(result.lease.release(10_000), (err) => isLeaseholdError(err, 'redisError'));
+      const start = Date.now();
+      while ((await raw.exists(k.lease('retried'))) === 1 && Date.now() - start < 5_000) await sleep(20);
+      assert.equal(await raw.exists(k.lease('retried')), 0, 'released once the connection was back, not 30 s later');
+      const due = Number(await raw.hget(k.state('retried'), 'due'));
+      assert.ok(Math.abs(due - (failedAt + 10_000)) < RELEASE_RETRY_MS / 2, `the next start is 10 s after the first try, not after the retry: ${due - failedAt} ms`);
+      assert.ok(lines.some((l) => /released the lease of job retried \(token \d+\) once Redis answered again/.test(String(l['msg']))), 'said at info');
+    } finally {
+      await coordinator.close();
+    }
+  });
+
+  it('stops sending a release again once the lease would have expired, and at close', async () => {
+    const retriesArmed = (): number => armed.filter((ms) => ms === RELEASE_RETRY_MS).length;
+    const armed: number[] = [];
+    const clock: Timers = {
+      ...systemClock,
+      setTimer: (fn, ms, background) => {
+        armed.push(ms);
+        return systemClock.setTimer(fn, ms, background);
+      },
+    };
+    const claimOn = async (conn: Redis, coordinator: ReturnType<typeof redisCoordinator>, leaseMs: number): Promise<HeldLease | undefined> => {
+      const [s] = await raw.time();
+      const result = await coordinator.claim({ jobId: 'gone', tick: Number(s) * 1000 - 1000, leaseMs, mode: 'grid', countSkip: false });
+      assert.equal(result.kind, 'claimed');
+      // Closed for good: every release fails at once.
+      conn.disconnect();
+      return result.kind === 'claimed' ? result.lease : undefined;
+    };
+    const { logger, lines } = memoryLogger();
+    const short = createRedis({ url: server.url, role: 'lease' });
+    await whenReady(short, 5000);
+    const expiring = redisCoordinator({ redis: short, keys: keys(`lh-expire-${randomUUID()}`), instanceId: 'node-a', logger, ownsConnection: false, clock });
+    const lease = await claimOn(short, expiring, 1_200);
+    await assert.rejects(lease?.release(undefined) ?? Promise.resolve(), (err) => isLeaseholdError(err, 'redisError'));
+    await sleep(2_500);
+    assert.equal(retriesArmed(), Math.floor(1_200 / RELEASE_RETRY_MS), `tried again every ${RELEASE_RETRY_MS} ms while the lease could still be held`);
+    assert.ok(lines.some((l) => /stopped trying to release the lease of job gone .*it has expired by now/.test(String(l['msg']))), 'said once it stopped');
+    await expiring.close();
+
+    armed.length = 0;
+    const long = createRedis({ url: server.url, role: 'lease' });
+    await whenReady(long, 5000);
+    const closing = redisCoordinator({ redis: long, keys: keys(`lh-closing-${randomUUID()}`), instanceId: 'node-a', logger, ownsConnection: false, clock });
+    const held = await claimOn(long, closing, 30_000);
+    await assert.rejects(held?.release(undefined) ?? Promise.resolve(), (err) => isLeaseholdError(err, 'redisError'));
+    await sleep(RELEASE_RETRY_MS * 1.5);
+    const before = retriesArmed();
+    assert.ok(before >= 2, `tried again: ${before}`);
+    await closing.close();
+    await sleep(RELEASE_RETRY_MS * 2.5);
+    assert.equal(retriesArmed(), before, 'no release sent again after close');
   });
 
   it('refuses a nonsense lease time', async () => {

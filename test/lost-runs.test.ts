@@ -208,23 +208,34 @@ test('a lone holder frozen past its lease then woken: one record for its token, 
   }
 });
 
-test('a run that ends while Redis is down, its lease never released, is recorded once: by its node, or lost by the claim that takes the lease after the restart', async () => {
-  const own = await startRedis({ appendonly: true });
+/**
+ * A lone node on `own` with one installation job, `digest`, every second: its first run waits
+ * until `finish()` is called, the others end at once.
+ */
+function gatedDigest(own: TestRedis, prefix: string, lease?: string) {
   let finish = (): void => undefined;
   const gate = new Promise<void>((resolve) => (finish = resolve));
   let first = true;
-  const runner = createRunner({ redisUrl: own.url, prefix: 'down', instanceId: 'lone', logger: memoryLogger().logger, shutdownGrace: '1s' });
+  const runner = createRunner({ redisUrl: own.url, prefix, instanceId: 'lone', logger: memoryLogger().logger, shutdownGrace: '1s' });
   const ended: RunEndedEvent[] = [];
   runner.on('runEnded', (e) => ended.push(e));
-  const recent = async (): Promise<Array<Record<string, unknown>>> => (await own.client().lrange('down:{digest}:runs', 0, -1)).map((s) => JSON.parse(s) as Record<string, unknown>);
   runner.add({
-    id: 'digest', scope: 'installation', fixedRate: '1s', lease: '3s',
+    id: 'digest', scope: 'installation', fixedRate: '1s', ...(lease === undefined ? {} : { lease }),
     run: () => {
       if (!first) return undefined;
       first = false;
       return gate;
     },
   });
+  return { runner, ended, finish: () => finish() };
+}
+
+test('a run that ends while Redis is down, its lease not released at its end, is recorded once: by its node, or lost by the claim that takes the lease after the restart', async (t) => {
+  const own = await startRedis({ appendonly: true });
+  // Stopped however the test ends: a failed wait must not leave the server running.
+  t.after(() => own.stop());
+  const { runner, ended, finish } = gatedDigest(own, 'down', '3s');
+  const recent = async (): Promise<Array<Record<string, unknown>>> => (await own.client().lrange('down:{digest}:runs', 0, -1)).map((s) => JSON.parse(s) as Record<string, unknown>);
   try {
     await runner.start();
     await until('the first run to hold its lease', async () => (await own.client().get('down:{digest}:lease')) !== null, 10_000);
@@ -255,8 +266,46 @@ test('a run that ends while Redis is down, its lease never released, is recorded
   }
 });
 
-test('a claim whose answer never came is refused when Redis reaches it late: recorded failed by its node, never lost, and no lease of it holds the job up', async () => {
+test('a run whose lease could not be released as it ended (Redis down) releases it once Redis is back: the job runs at its next tick after the restart, not when the lease expires, and the run keeps its own outcome', async (t) => {
+  const own = await startRedis({ appendonly: true });
+  // Stopped however the test ends: a failed wait must not leave the server running.
+  t.after(() => own.stop());
+  // The default lease, 30 s: left to expire, it would hold the job for about 30 ticks after Redis is back.
+  const { runner, ended, finish } = gatedDigest(own, 'retry');
+  let token = 0;
+  let restartedAt = 0;
+  try {
+    await runner.start();
+    await until('the first run to hold its lease', async () => (await own.client().get('retry:{digest}:lease')) !== null, 10_000);
+    token = Number(/ token (\d+)$/.exec(String(await own.client().get('retry:{digest}:lease')))?.[1]);
+    await own.kill();
+    finish();
+    await until('the run to end', () => ended.some((e) => e.fencingToken === token), 10_000);
+    assert.equal(ended.find((e) => e.fencingToken === token)?.leaseLost, true, 'its release failed: the run ends unconfirmed');
+    await sleep(1_000);
+    await own.restart();
+    restartedAt = Date.now();
+    await until('a run of the job after the restart', () => ended.some((e) => e.outcome === 'succeeded' && (e.fencingToken ?? 0) > token), 25_000);
+    const next = ended.find((e) => e.outcome === 'succeeded' && (e.fencingToken ?? 0) > token);
+    assert.ok(next !== undefined && next.scheduledAt - restartedAt < 5_000, `the job ran again ${next ? next.scheduledAt - restartedAt : '-'} ms after Redis was back`);
+    await sleep(1_500); // the node's stats flush
+  } finally {
+    await runner.stop();
+  }
+  try {
+    const runs = (await own.client().lrange('retry:{digest}:runs', 0, -1)).map((s) => JSON.parse(s) as Record<string, unknown>);
+    const listed = JSON.stringify(runs.map((r) => `${String(r['fencingToken'])} ${String(r['outcome'])}`));
+    assert.equal(runs.find((r) => r['fencingToken'] === token)?.['outcome'], 'succeeded', `the run recorded with its own outcome: ${listed}`);
+    assert.equal(Number((await own.client().hget('retry:{digest}:stats', 'lost')) ?? 0), 0, `no run recorded lost: ${listed}`);
+  } finally {
+    await own.stop();
+  }
+});
+
+test('a claim whose answer never came is refused when Redis reaches it late: recorded failed by its node, never lost, and no lease of it holds the job up', async (t) => {
   const own = await startRedis();
+  // Stopped however the test ends: a failed wait must not leave the server running.
+  t.after(() => own.stop());
   const runner = createRunner({ redisUrl: own.url, prefix: 'phantom', instanceId: 'lone', logger: memoryLogger().logger, shutdownGrace: '1s', recentRuns: 200 });
   const ended: RunEndedEvent[] = [];
   runner.on('runEnded', (e) => ended.push(e));

@@ -50,6 +50,8 @@ export interface HeldLease {
   /**
    * Releases the lease if it is still ours; for fixedDelay, records the next due time. With
    * `handBack` (its run never began) the tick is handed back: another node may still claim it.
+   * Rejects when Redis did not answer; the coordinator then keeps sending the release until it
+   * is answered or the lease would have expired, until it is closed.
    */
   release(delayMs: number | undefined, handBack?: boolean): Promise<boolean>;
 }

@@ -267,8 +267,9 @@ class Run implements ActiveRun {
       if (p.lease && !this.leaseLost) {
         this.released = await p.lease.release(p.delayAfterMs).catch((err: unknown) => {
           // A key of the wrong type is the job's next claim's to say, once (it fails on it too).
-          const level = err instanceof LeaseholdError && err.code === ErrorCodes.corruptState ? 'debug' : 'warn';
-          p.logger[level]({ err, jobId: p.job.id }, 'releasing the lease failed; it expires on its own');
+          const corrupt = err instanceof LeaseholdError && err.code === ErrorCodes.corruptState;
+          const after = err instanceof LeaseholdError && err.code === ErrorCodes.redisError ? 'it is sent again until Redis answers or the lease would have expired' : 'it expires on its own';
+          p.logger[corrupt ? 'debug' : 'warn']({ err, jobId: p.job.id }, 'releasing the lease failed; %s', after);
           return false;
         });
       }
