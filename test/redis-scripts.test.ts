@@ -86,7 +86,7 @@ describe('lua scripts', () => {
     const k = fresh();
     assert.deepEqual(await redis.eval(release, 2, k.leaseKey, k.stateKey, 'v', 'soon', ''), [['error', 'leasehold release: delayMs must be an integer']]);
     const record = readFileSync(new URL('../src/redis/scripts/record.lua', import.meta.url), 'utf8');
-    const r = await redis.eval(record, 5, 's-test:{r}:stats', 's-test:{r}:instances', 's-test:{r}:runs', 's-test:{r}:state', 's-test:{r}:writers', '5', '60000', 'w', '0', '{}');
+    const r = await redis.eval(record, 6, 's-test:{r}:stats', 's-test:{r}:instances', 's-test:{r}:runs', 's-test:{r}:state', 's-test:{r}:writers', 's-test:{r}:lease', '5', '60000', 'w', '0', '{}');
     assert.deepEqual(r, [['error', 'leasehold record: seq must be a positive integer']]);
   });
 
@@ -267,7 +267,7 @@ describe('lua scripts', () => {
       runs: [JSON.stringify({ outcome: 'lockLost', instance: 'node-a', fencingToken: token })],
     });
     const record = async (k: ReturnType<typeof fresh>, seq: number, token: number) => (await recordScript(redis, [{
-      statsKey: k.statsKey, instancesKey: `${k.statsKey}:i`, runsKey: k.runsKey, stateKey: k.stateKey, writersKey: `${k.statsKey}:w`,
+      statsKey: k.statsKey, instancesKey: `${k.statsKey}:i`, runsKey: k.runsKey, stateKey: k.stateKey, writersKey: `${k.statsKey}:w`, leaseKey: k.leaseKey,
       writer: 'node-a#1', seq, batch: { incr: { skipped: 1 }, leaseLost: [lockLost(token)] },
     }], options)).map((r) => (r instanceof Error ? r : r.applied));
     // Frozen past its lease, woken before any claim: its own record counts, and clears the marker.
@@ -298,7 +298,7 @@ describe('lua scripts', () => {
     const options = { runsCap: 5, keepMs: 60_000 };
     const done = (token: number) => ({ token, incr: { runs: 1, succeeded: 1 }, last: { lastOutcome: 'succeeded', lastStartedAt: new Date(token * 1_000).toISOString() }, runs: [JSON.stringify({ outcome: 'succeeded', fencingToken: token })] });
     const record = async (k: ReturnType<typeof fresh>, seq: number, token: number) => (await recordScript(redis, [{
-      statsKey: k.statsKey, instancesKey: `${k.statsKey}:i`, runsKey: k.runsKey, stateKey: k.stateKey, writersKey: `${k.statsKey}:w`,
+      statsKey: k.statsKey, instancesKey: `${k.statsKey}:i`, runsKey: k.runsKey, stateKey: k.stateKey, writersKey: `${k.statsKey}:w`, leaseKey: k.leaseKey,
       writer: 'node-a#1', seq, batch: { leaseLost: [done(token)] },
     }], options)).map((r) => (r instanceof Error ? r : r.applied));
     const k = fresh();
@@ -326,7 +326,7 @@ describe('lua scripts', () => {
     const options = { runsCap: 5, keepMs: 60_000 };
     const gaveUp = (tick: number) => ({ tick, holder: 'node-a', incr: { runs: 1, failed: 1 }, fails: 1, runs: [JSON.stringify({ outcome: 'failed', scheduledAt: new Date(tick).toISOString() })] });
     const record = async (k: ReturnType<typeof fresh>, seq: number, tick: number) => (await recordScript(redis, [{
-      statsKey: k.statsKey, instancesKey: `${k.statsKey}:i`, runsKey: k.runsKey, stateKey: k.stateKey, writersKey: `${k.statsKey}:w`,
+      statsKey: k.statsKey, instancesKey: `${k.statsKey}:i`, runsKey: k.runsKey, stateKey: k.stateKey, writersKey: `${k.statsKey}:w`, leaseKey: k.leaseKey,
       writer: 'node-a#1', seq, batch: { leaseLost: [gaveUp(tick)] },
     }], options)).map((r) => (r instanceof Error ? r : r.applied));
     const grid = (k: ReturnType<typeof fresh>, tick: number, holder: string) => answer(claimScript(redis, [{ ...k, mode: 'grid', nowGuardMs: 1e15, tick, leaseMs: 30, holder }]));
@@ -354,5 +354,33 @@ describe('lua scripts', () => {
     assert.equal(next.kind === 'claimed' && next.lost, undefined, 'nothing found lost');
     stats = await redis.hgetall(k3.statsKey);
     assert.deepEqual([stats['runs'], stats['lost'], stats['failed']], ['1', undefined, '1']);
+  });
+
+  it('frees the lease Redis granted to a claim whose node gave up on it when that node\'s record of the claim comes: the next tick is claimed at once, not when the lease expires', async () => {
+    const options = { runsCap: 5, keepMs: 60_000 };
+    const gaveUp = (tick: number) => ({ tick, holder: 'node-a', incr: { runs: 1, failed: 1 }, fails: 1, runs: [JSON.stringify({ outcome: 'failed', scheduledAt: new Date(tick).toISOString() })] });
+    const record = async (k: ReturnType<typeof fresh>, tick: number) => (await recordScript(redis, [{
+      statsKey: k.statsKey, instancesKey: `${k.statsKey}:i`, runsKey: k.runsKey, stateKey: k.stateKey, writersKey: `${k.statsKey}:w`, leaseKey: k.leaseKey,
+      writer: 'node-a#1', seq: 1, batch: { leaseLost: [gaveUp(tick)] },
+    }], options)).map((r) => (r instanceof Error ? r : r.applied));
+    const grid = (k: ReturnType<typeof fresh>, tick: number, holder: string, leaseMs: number) => answer(claimScript(redis, [{ ...k, mode: 'grid', nowGuardMs: 1e15, tick, leaseMs, holder }]));
+    // Granted, but its answer never reached node-a (its event loop was blocked past the answer's
+    // timeout, or the connection dropped with the answer on its way): no run holds the lease.
+    const k = fresh();
+    assert.equal((await grid(k, 1_000, 'node-a', 30_000)).kind, 'claimed');
+    assert.deepEqual(await record(k, 1_000), [true]);
+    assert.equal(await redis.exists(k.leaseKey), 0, 'the lease no run holds is deleted');
+    const next = await grid(k, 2_000, 'node-b', 30_000);
+    assert.equal(next.kind, 'claimed', 'the next tick is claimed at once');
+    assert.equal(next.kind === 'claimed' && next.lost, undefined, 'and finds nothing lost');
+    assert.equal(Number((await redis.hgetall(k.statsKey))['failed']), 1, 'the tick is counted once, failed');
+    // Taken over before the record came: the lease is another claim's, and stays.
+    const k2 = fresh();
+    await grid(k2, 1_000, 'node-a', 30);
+    await sleep(60);
+    const taken = await grid(k2, 2_000, 'node-b', 30_000);
+    assert.equal(taken.kind === 'claimed' && taken.lost?.tick, 1_000);
+    assert.deepEqual(await record(k2, 1_000), [true]);
+    assert.match(String(await redis.get(k2.leaseKey)), /^node-b since .* token 2$/, 'node-b\'s lease stays');
   });
 });

@@ -36,7 +36,7 @@ describe('status reads of a node that read before', () => {
     const k: Keys = keyNames(`known-test-${++n}`);
     const ids = Array.from({ length: count }, (_, i) => `job-${i}`);
     const record = async (id: string, batch: RecordBatch, writer = 'node-a#1') => {
-      const [r] = await recordScript(redis, [{ statsKey: k.stats(id), instancesKey: k.instanceStats(id), runsKey: k.runs(id), stateKey: k.state(id), writersKey: k.writers(id), writer, seq: ++seq, batch }], { runsCap: 5, keepMs: 60_000 });
+      const [r] = await recordScript(redis, [{ statsKey: k.stats(id), instancesKey: k.instanceStats(id), runsKey: k.runs(id), stateKey: k.state(id), writersKey: k.writers(id), leaseKey: k.lease(id), writer, seq: ++seq, batch }], { runsCap: 5, keepMs: 60_000 });
       if (!r || r instanceof Error) throw r ?? new Error('no reply');
     };
     const define = { scope, scheduleKind: 'fixedRate', schedule: '10s', zone: '', intervalMs: '10000' };

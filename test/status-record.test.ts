@@ -29,7 +29,7 @@ describe('record.lua', () => {
           instancesKey: k.instanceStats(job),
           runsKey: k.runs(job),
           stateKey: k.state(job),
-          writersKey: k.writers(job),
+          writersKey: k.writers(job), leaseKey: k.lease(job),
           writer,
           seq,
           batch,
@@ -238,7 +238,7 @@ describe('record.lua', () => {
   it('tells each applied batch the failing streak before it, so the node that starts or ends a streak knows', async () => {
     const k = keys('record-test-streak');
     const send = async (seq: number, batch: RecordBatch) => {
-      const [r] = await recordScript(redis, [{ statsKey: k.stats('j'), instancesKey: k.instanceStats('j'), runsKey: k.runs('j'), stateKey: k.state('j'), writersKey: k.writers('j'), writer: `w${seq}`, seq: 1, batch }], { runsCap: 5, keepMs: 60_000 });
+      const [r] = await recordScript(redis, [{ statsKey: k.stats('j'), instancesKey: k.instanceStats('j'), runsKey: k.runs('j'), stateKey: k.state('j'), writersKey: k.writers('j'), leaseKey: k.lease('j'), writer: `w${seq}`, seq: 1, batch }], { runsCap: 5, keepMs: 60_000 });
       return r;
     };
     assert.deepEqual(await send(1, { incr: { skipped: 1 } }), { applied: true, streakBefore: null }, 'no run that counts: not read');
@@ -312,7 +312,7 @@ describe('record.lua', () => {
   it('applies several jobs\' batches in one pipeline, each on its own', async () => {
     const k = keys('record-test-multi');
     const args = (job: string, batch: RecordBatch) => ({
-      statsKey: k.stats(job), instancesKey: k.instanceStats(job), runsKey: k.runs(job), stateKey: k.state(job), writersKey: k.writers(job),
+      statsKey: k.stats(job), instancesKey: k.instanceStats(job), runsKey: k.runs(job), stateKey: k.state(job), writersKey: k.writers(job), leaseKey: k.lease(job),
       writer: 'w', seq: 1, batch,
     });
     await redis.set(k.stats('broken'), 'not a hash');

@@ -65,7 +65,7 @@ export interface KeyDescription {
  * two in step). `<prefix>` defaults to {@link DEFAULT_PREFIX}.
  */
 export const KEY_TABLE: readonly KeyDescription[] = [
-  { pattern: '<prefix>:{<jobId>}:lease', type: 'string', purpose: 'the installation lease: `<holder> since <time> tick <time> token <n>`, with a TTL' },
+  { pattern: '<prefix>:{<jobId>}:lease', type: 'string', purpose: 'the installation lease: `<holder> since <time> tick <time> token <n>`, with a TTL; deleted by the release at its run\'s end, or by the node\'s record of a claim it gave up waiting for when Redis granted that claim (no run holds it)' },
   { pattern: '<prefix>:{<jobId>}:state', type: 'hash', purpose: 'claim state: `tick` last claimed tick (ms), `fence` fencing counter, `due` next fixedDelay start (ms), `manual`/`manualAt` the last run-now request and its time, `run` the running marker of the last claim won (`<token> <tick> <startedAt> <manual> <holder>`, `startedAt` the claim\'s time or its tick when later, cleared when its run is released or recorded; a claim that finds it set with the lease expired records that run `lost`), `lost` the last 16 runs recorded that way, `<token>:<tick>` space-separated: a node that records one of them later (or a claim of that tick whose answer it never got) is refused, one record per run; `gaveUp.<instanceId>` a tick whose claim that node gave up waiting for and recorded failed: the claim, should Redis reach it only then, is answered done (removed by that node\'s next claim won)' },
   { pattern: '<prefix>:{<jobId>}:stats', type: 'hash', purpose: 'cluster-wide counters and last outcome of the job' },
   { pattern: '<prefix>:{<jobId>}:instances', type: 'hash', purpose: 'per-instance counters of the job, fields `<instanceId>.<field>`' },

@@ -54,6 +54,11 @@ export interface RecordScriptArgs {
   stateKey: string;
   /** The writers hash: each writer's highest applied batch and last renewal of its expiry. */
   writersKey: string;
+  /**
+   * The job's lease: a lease Redis granted to a claim whose node gave up on it (a `leaseLost`
+   * entry with a `tick`), which no run holds, is deleted.
+   */
+  leaseKey: string;
   /** The writer's id; sequence numbers are per writer. */
   writer: string;
   /** The batch's sequence number, >= 1, increasing per writer and job. */

@@ -27,7 +27,7 @@ export interface ScriptCommands {
 
 /** The commands `defineCommand` adds to the connection's pipelines, as used there. */
 export interface ScriptPipeline {
-  /** 5 keys per job, then runsCap, keepMs and 3 arguments per job (see `record.lua`). */
+  /** 6 keys per job, then runsCap, keepMs and 3 arguments per job (see `record.lua`). */
   leaseholdRecord(numberOfKeys: number, ...keysThenArgs: string[]): ChainableCommander;
   /** 2 keys per job, then 3 arguments per job (see `versions.lua`). */
   leaseholdVersions(numberOfKeys: number, ...keysThenArgs: string[]): ChainableCommander;

@@ -40,7 +40,7 @@ export async function recordScript(redis: RedisClient, batches: readonly RecordS
       groups.map((group) => ({
         key: group[0]?.statsKey,
         queue: (p) => {
-          const keys = group.flatMap((a) => [a.statsKey, a.instancesKey, a.runsKey, a.stateKey, a.writersKey]);
+          const keys = group.flatMap((a) => [a.statsKey, a.instancesKey, a.runsKey, a.stateKey, a.writersKey, a.leaseKey]);
           const argv = group.flatMap((a) => [a.writer, String(a.seq), JSON.stringify(a.batch)]);
           scriptPipeline(p).leaseholdRecord(keys.length, ...keys, String(options.runsCap), String(options.keepMs), ...argv);
         },

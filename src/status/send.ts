@@ -89,6 +89,7 @@ export class BatchSender {
         runsKey: k.runs(job.jobId),
         stateKey: k.state(job.jobId),
         writersKey: k.writers(job.jobId),
+        leaseKey: k.lease(job.jobId),
         writer: this.opts.writerId,
         seq: inflight.seq,
         batch: inflight.batch,

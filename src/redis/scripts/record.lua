@@ -7,16 +7,18 @@
   batches of several jobs on a single Redis (one command for a whole flush);
   on a Redis Cluster one call carries one job (its keys share its hash tag).
 
-  Input, for job j = 1..N (N = #KEYS / 5; a job's keys share its hash tag):
-    KEYS[5j-4] stats      hash  the job's cluster-wide counters and last outcome
-    KEYS[5j-3] instances  hash  per-instance fields `<instanceId>.<field>`
-    KEYS[5j-2] runs       list  recent runs, newest first, JSON strings
-    KEYS[5j-1] state      hash  the claim state: its running marker `run` and the tokens
+  Input, for job j = 1..N (N = #KEYS / 6; a job's keys share its hash tag):
+    KEYS[6j-5] stats      hash  the job's cluster-wide counters and last outcome
+    KEYS[6j-4] instances  hash  per-instance fields `<instanceId>.<field>`
+    KEYS[6j-3] runs       list  recent runs, newest first, JSON strings
+    KEYS[6j-2] state      hash  the claim state: its running marker `run` and the tokens
                                 recorded lost `lost` (see claim.lua)
-    KEYS[5j]   writers    hash  per writer, two fields:
+    KEYS[6j-1] writers    hash  per writer, two fields:
                                 `<writer>.seq`       its highest applied sequence number
                                 `<writer>.renewedAt` server time (ms) it last renewed the
                                                      hash's expiry
+    KEYS[6j]   lease      str.  the job's lease (see claim.lua): deleted when Redis granted
+                                it to a claim whose node gave up on it (see leaseLost)
 
     ARGV[1] runsCap    integer  length of the recent runs list, > 0
     ARGV[2] keepMs     integer  ms; a writer not heard of for this long is forgotten (its
@@ -46,7 +48,12 @@
                                             One counts unless a claim recorded its token (or
                                             tick) lost (the state's `lost`), and clears the
                                             running marker when it is that run: one record
-                                            per token, and per tick
+                                            per token, and per tick. When the marker is of a
+                                            claim whose node gave up on it, Redis granted
+                                            that claim and no run holds its lease: the lease
+                                            is deleted too, if it is still that claim's, so
+                                            the job's next tick is claimed at once rather
+                                            than when the lease expires
 
   Every applied batch that changes the stats hash or the instance's row raises its `version` (an integer; one that
   holds anything else starts again at 1): a node that read the job's stats before reads them
@@ -73,8 +80,8 @@
 ]]
 local runsCap = tonumber(ARGV[1])
 local keepMs = tonumber(ARGV[2])
-if #KEYS == 0 or #KEYS % 5 ~= 0 or #ARGV ~= 2 + (#KEYS / 5) * 3 then
-  return redis.error_reply('ERR leasehold record: expects 5 keys and 3 arguments per job')
+if #KEYS == 0 or #KEYS % 6 ~= 0 or #ARGV ~= 2 + (#KEYS / 6) * 3 then
+  return redis.error_reply('ERR leasehold record: expects 6 keys and 3 arguments per job')
 end
 if not runsCap or runsCap < 1 then
   return redis.error_reply('ERR leasehold record: runsCap must be a positive integer')
@@ -270,8 +277,10 @@ end
 -- Returns the fields to set in the state hash (nothing is written here): `run` cleared when
 -- the running marker is one of them (the run is recorded here, so no later claim finds it
 -- lost), and `gaveUp.<holder>` for a claim that got no answer, so Redis never grants it if it
--- reaches Redis only now. A state key of another type (damaged) holds no marker and no lost
--- run, and no claim can record one while it is damaged: the runs count, and it is left alone.
+-- reaches Redis only now. Returns second the value's ending and start of a lease that no run
+-- holds, to delete: the marker was of a claim that got no answer, so Redis granted it after
+-- all. A state key of another type (damaged) holds no marker and no lost run, and no claim
+-- can record one while it is damaged: the runs count, and it is left alone.
 local function admitLeaseLost(stateKey, batch)
   if type(batch.leaseLost) ~= 'table' or #batch.leaseLost == 0 then return {} end
   local state = checked('HMGET', stateKey, 'run', 'lost')
@@ -285,6 +294,7 @@ local function admitLeaseLost(stateKey, batch)
   end
   local function list(t) return type(t) == 'table' and t or {} end
   local clear = false
+  local orphan = nil
   local writes = {}
   for _, e in ipairs(batch.leaseLost) do
     local token = type(e) == 'table' and tonumber(e.token)
@@ -297,7 +307,11 @@ local function admitLeaseLost(stateKey, batch)
       batch.fails = (tonumber(batch.fails) or 0) + (tonumber(e.fails) or 0)
       batch.runs = list(batch.runs)
       for _, r in ipairs(list(e.runs)) do batch.runs[#batch.runs + 1] = r end
-      if (token and token == tonumber(runToken)) or (tick and tick == tonumber(runTick) and e.holder == runHolder) then clear = true end
+      if token and token == tonumber(runToken) then clear = true end
+      if tick and tick == tonumber(runTick) and e.holder == runHolder then
+        clear = true
+        orphan = { ending = ' token ' .. runToken, start = runHolder .. ' since ' }
+      end
       if tick and type(e.holder) == 'string' then
         writes[#writes + 1] = 'gaveUp.' .. e.holder
         writes[#writes + 1] = string.format('%d', tick)
@@ -309,10 +323,10 @@ local function admitLeaseLost(stateKey, batch)
     writes[#writes + 1] = ''
   end
   if damaged then return {} end
-  return writes
+  return writes, orphan
 end
 
-local function apply(statsKey, instancesKey, runsKey, stateKey, writersKey, writer, seq, batch)
+local function apply(statsKey, instancesKey, runsKey, stateKey, writersKey, leaseKey, writer, seq, batch)
   local seqField = writer .. '.seq'
   local renewedField = writer .. '.renewedAt'
   -- Every key the batch writes is checked before the first write, by the read that comes
@@ -327,7 +341,7 @@ local function apply(statsKey, instancesKey, runsKey, stateKey, writersKey, writ
     return 0
   end
 
-  local stateWrites = admitLeaseLost(stateKey, batch)
+  local stateWrites, orphan = admitLeaseLost(stateKey, batch)
   local inst = batch.inst
   local instPrefix = nil
   if type(inst) == 'table' and type(inst.id) == 'string' then
@@ -424,6 +438,13 @@ local function apply(statsKey, instancesKey, runsKey, stateKey, writersKey, writ
   stats:write()
   if row then row:write() end
   if #stateWrites > 0 then redis.call('HSET', stateKey, unpack(stateWrites)) end
+  if orphan then
+    -- A lease of another type (damaged) is the next claim's to report: it is left alone.
+    local held = redis.pcall('GET', leaseKey)
+    if type(held) == 'string' and string.sub(held, 1, #orphan.start) == orphan.start and string.sub(held, -#orphan.ending) == orphan.ending then
+      redis.call('DEL', leaseKey)
+    end
+  end
 
   -- The expiry is renewed by a writer's first batch and then once per hundredth of keepMs,
   -- not with every batch: the hash outlives its last batch by at least 0.99 keepMs. It is
@@ -447,7 +468,7 @@ local function refusedByRedis(message)
 end
 
 local results = {}
-for j = 1, #KEYS / 5 do
+for j = 1, #KEYS / 6 do
   local seq = tonumber(ARGV[3 * j + 1])
   local ok, batch = pcall(cjson.decode, ARGV[3 * j + 2])
   if not seq or seq ~= math.floor(seq) or seq < 1 then
@@ -455,7 +476,7 @@ for j = 1, #KEYS / 5 do
   elseif not ok or type(batch) ~= 'table' then
     results[j] = {'error', 'leasehold record: batch must be a JSON object'}
   else
-    local applied, result = pcall(apply, KEYS[5 * j - 4], KEYS[5 * j - 3], KEYS[5 * j - 2], KEYS[5 * j - 1], KEYS[5 * j], ARGV[3 * j], seq, batch)
+    local applied, result = pcall(apply, KEYS[6 * j - 5], KEYS[6 * j - 4], KEYS[6 * j - 3], KEYS[6 * j - 2], KEYS[6 * j - 1], KEYS[6 * j], ARGV[3 * j], seq, batch)
     if applied then
       results[j] = result
     else
