@@ -17,6 +17,7 @@ import { startRedis, type TestRedis } from './helpers/redis.js';
 import { spawnLeasehold, type NodeProc } from './helpers/node.js';
 import { readRuns, type RunLine } from './helpers/runs.js';
 import { until } from './helpers/wait.js';
+import { startReplyDelayProxy } from './helpers/proxy.js';
 import { memoryLogger } from './helpers/log.js';
 import { createRunner, type RunEndedEvent } from '../src/index.js';
 
@@ -348,4 +349,41 @@ test('a claim whose answer never came is refused when Redis reaches it late: rec
   } finally {
     await own.stop();
   }
+});
+
+test('a claim Redis granted whose answer came after its node stopped waiting leaves no lease behind: the node records the tick failed, and the job runs again within seconds, not when the lease expires', async (t) => {
+  const own = await startRedis();
+  t.after(() => own.stop());
+  // Requests reach Redis at once; its answers can be held back on the way to the node.
+  const proxy = await startReplyDelayProxy(own.port);
+  t.after(() => proxy.close());
+  // The default lease, 30 s: the lease of the claim given up would hold the job for 30 ticks.
+  const runner = createRunner({ redisUrl: proxy.url, prefix: 'unread', instanceId: 'lone', logger: memoryLogger().logger, shutdownGrace: '1s' });
+  const ended: RunEndedEvent[] = [];
+  runner.on('runEnded', (e) => ended.push(e));
+  runner.add({ id: 'digest', scope: 'installation', fixedRate: '1s', run: () => undefined });
+  let givenUp: RunEndedEvent | undefined;
+  try {
+    await runner.start();
+    await until('a counted run', async () => Number(await own.client().hget('unread:{digest}:stats', 'runs')) > 0, 10_000);
+    // Answers held back 2.5 s, past the claim's 2 s answer timeout, for the claim of one tick:
+    // Redis grants it in time (its requests are not delayed), the node never reads the grant.
+    await sleep(1_000 - (Date.now() % 1_000) + 500);
+    proxy.delayReplies(2_500);
+    await sleep(800);
+    proxy.delayReplies(0);
+    await until('a claim given up', () => (givenUp = ended.find((e) => e.fencingToken === undefined && e.outcome === 'failed')) !== undefined, 10_000);
+    const after = givenUp?.scheduledAt ?? 0;
+    await until('a run of a later tick', () => ended.some((e) => e.outcome === 'succeeded' && e.scheduledAt > after), 15_000);
+    await sleep(1_500); // the node's stats flush
+  } finally {
+    await runner.stop();
+  }
+  const given = givenUp?.scheduledAt ?? 0;
+  const next = ended.find((e) => e.outcome === 'succeeded' && e.scheduledAt > given);
+  assert.ok(next !== undefined && next.scheduledAt - given <= 5_000, `the job ran again ${next ? next.scheduledAt - given : '-'} ms after the tick given up`);
+  const runs = (await own.client().lrange('unread:{digest}:runs', 0, -1)).map((s) => JSON.parse(s) as Record<string, unknown>);
+  const listed = JSON.stringify(runs.map((r) => `${String(r['scheduledAt'])} ${String(r['outcome'])}`));
+  assert.ok(runs.some((r) => r['scheduledAt'] === new Date(given).toISOString() && r['outcome'] === 'failed'), `the tick given up is recorded failed: ${listed}`);
+  assert.ok(runs.every((r) => r['outcome'] !== 'lost'), `no run recorded lost: ${listed}`);
 });
