@@ -98,7 +98,10 @@ async function measure(prefix: string, how: Failover, rounds: number, rejoinAfte
       }
       // Every job runs again, on the new master (bounded: the test fails otherwise).
       const back = started + announcedMs;
-      const again = await waitForRuns(runLog, (ls) => TICK_JOBS.every((j) => ls.some((l) => l.job === j && l.ev === 'end' && l.tick > back)), 30_000);
+      const again = await waitForRuns(runLog, (ls) => TICK_JOBS.every((j) => ls.some((l) => l.job === j && l.ev === 'end' && l.tick > back)), 30_000).catch((err: unknown) => {
+        windows.push([started - 1_000, Date.now()]); // SCALEOUT_DEBUG shows the round that failed too
+        throw err;
+      });
       const firstEnds = TICK_JOBS.map((j) => Math.min(...again.filter((l) => l.job === j && l.ev === 'end' && l.tick > back).map((l) => l.t)));
       resumed.push(Math.max(...firstEnds) - started);
       await sleep(1_500);
@@ -129,7 +132,7 @@ async function measure(prefix: string, how: Failover, rounds: number, rejoinAfte
         for (const [i, p] of nodes.procs.entries()) {
           for (const l of p.lines) {
             const at = Date.parse(String(l['time']));
-            if (at >= a && at <= b && (Number(l['level']) >= 40 || l['outcome'] !== undefined)) process.stderr.write(`#   n${i} ${String(l['time'])} ${String(l['msg']).slice(0, 160)}\n`);
+            if (at >= a && at <= b && (Number(l['level']) >= 30 || l['outcome'] !== undefined)) process.stderr.write(`#   n${i} ${String(l['time'])} ${String(l['msg']).slice(0, 160)}\n`);
           }
         }
       }
