@@ -11,6 +11,7 @@
  * measurement; `SCALEOUT_BODY_MS=<ms>` makes each run last that long (default 50).
  * `docs/reliability.md` records runs with more.
  */
+import { once } from 'node:events';
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -18,6 +19,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { keys as keyNames } from '../src/redis/keys.js';
+import { createRedis, whenReady } from '../src/redis/connection.js';
+import { closeRedis } from '../src/redis/close.js';
+import { until } from './helpers/wait.js';
 import { startNodes, writeScaleoutJobs, TICK_JOBS } from './helpers/cluster.js';
 import { runLeasehold } from './helpers/node.js';
 import { readRuns, waitForRuns, type RunLine } from './helpers/runs.js';
@@ -228,4 +232,21 @@ test('Sentinel with one replica and min-replicas-to-write 1: the old master refu
     for (const server of setup.servers.filter((srv) => srv.port !== spare)) await setup.node(server.port).config('SET', 'min-replicas-to-write', '0');
     await setup.startServer(spare);
   }
+});
+
+test('a Sentinel connection that ends without leasehold closing it is opened again (ioredis ends one for good when a failover is announced while it reconnects); one leasehold closes stays closed', async () => {
+  const conn = createRedis({ target: { sentinels: setup.sentinels, sentinelName: MASTER_NAME }, role: 'lease' });
+  try {
+    await whenReady(conn, 10_000);
+    // What ioredis does to the connection in that race: its status becomes `end`, with no reconnection of its own.
+    const ended = once(conn, 'end');
+    conn.disconnect();
+    await ended;
+    await until('the connection opened again', () => conn.status === 'ready', 10_000);
+    assert.equal(await conn.ping(), 'PONG');
+  } finally {
+    await closeRedis(conn, () => undefined);
+  }
+  await sleep(1_500);
+  assert.equal(conn.status, 'end', 'closed by leasehold: not opened again');
 });

@@ -5,7 +5,7 @@
  * @module
  */
 import { tracked } from './problem.js';
-import { QUIT_WAIT_MS } from './close.js';
+import { QUIT_WAIT_MS, isClosedForGood } from './close.js';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { systemClock, type Timers } from '../clock.js';
 import { ErrorCodes, LeaseholdError } from '../errors.js';
@@ -222,7 +222,36 @@ function connect(opts: CreateRedisOptions): RedisClient {
     return dialNodes(new Cluster(list.nodes.map((n) => ({ host: n.host, port: n.port })), clusterRoleOptions(opts.role, opts.commandTimeoutMs, list.options)), opts.onDialError);
   }
   const list = parseNodeList(target.sentinels, 'REDIS_SENTINELS', 26379);
-  return new Redis(sentinelRoleOptions(opts.role, opts.commandTimeoutMs, list, target.sentinelName));
+  return reopenWhenEnded(new Redis(sentinelRoleOptions(opts.role, opts.commandTimeoutMs, list, target.sentinelName)));
+}
+
+/**
+ * ioredis (5.11) ends a Sentinel connection for good when the Sentinels announce a failover
+ * while the connection is asking them for the master to reconnect to: its failover detector
+ * closes the connector in the middle of that connect, which then fails with "Connection is
+ * closed." and sets the status `end`, whatever the retry strategy says. The node would never
+ * reach Redis again on it (seen in the master-kill measurement of `scaleout-sentinel.test.ts`:
+ * a node's stats connection ended so, and the nodes ran no tick for 30 s). A connection that
+ * ends without leasehold closing it is opened again, after the reconnection delay; a connect
+ * that fails ends it again, and it is tried again.
+ */
+function reopenWhenEnded(redis: Redis): Redis {
+  let attempts = 0;
+  redis.on('ready', () => (attempts = 0));
+  redis.on('end', () => {
+    if (isClosedForGood(redis)) return;
+    attempts += 1;
+    systemClock.setTimer(
+      () => {
+        if (isClosedForGood(redis) || redis.status !== 'end') return;
+        // A failure sets the status `end` again, which comes back here.
+        redis.connect().catch(() => undefined);
+      },
+      reconnectDelay(attempts),
+      true,
+    );
+  });
+  return redis;
 }
 
 /**
