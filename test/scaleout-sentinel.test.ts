@@ -235,7 +235,8 @@ test('Sentinel with one replica and min-replicas-to-write 1: the old master refu
 });
 
 test('a Sentinel connection that ends without leasehold closing it is opened again (ioredis ends one for good when a failover is announced while it reconnects); one leasehold closes stays closed', async () => {
-  const conn = createRedis({ target: { sentinels: setup.sentinels, sentinelName: MASTER_NAME }, role: 'lease' });
+  let reopened = 0;
+  const conn = createRedis({ target: { sentinels: setup.sentinels, sentinelName: MASTER_NAME }, role: 'lease', onReopen: () => reopened++ });
   try {
     await whenReady(conn, 10_000);
     // What ioredis does to the connection in that race: its status becomes `end`, with no reconnection of its own.
@@ -244,6 +245,7 @@ test('a Sentinel connection that ends without leasehold closing it is opened aga
     await ended;
     await until('the connection opened again', () => conn.status === 'ready', 10_000);
     assert.equal(await conn.ping(), 'PONG');
+    assert.equal(reopened, 1, 'told, for the log');
   } finally {
     await closeRedis(conn, () => undefined);
   }

@@ -70,6 +70,7 @@ export function redisConnections(where: RedisWhere, logger?: Logger): Connection
         role: spec.role,
         ...(spec.commandTimeoutMs !== undefined ? { commandTimeoutMs: spec.commandTimeoutMs } : {}),
         onDialError: told(name, label, 'a Cluster node could not be dialled yet; dialled again through the slot map'),
+        onReopen: () => logger?.info({ connection: name, ...(label ? { executor: label } : {}) }, '%s connection: the Sentinel client ended it during a failover; opening it again', name),
       });
       conn.on('error', told(name, label, 'error; reconnecting'));
       made.push({ name, label, conn });

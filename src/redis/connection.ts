@@ -55,6 +55,8 @@ export interface CreateRedisOptions {
    * the slot map); the Cluster reports nothing else of it.
    */
   onDialError?: (err: unknown) => void;
+  /** Told when a Sentinel connection that ended without leasehold closing it is opened again (see `reopenWhenEnded`). */
+  onReopen?: () => void;
 }
 
 /** Reconnection delay after `times` failed attempts: doubling, capped. */
@@ -222,7 +224,7 @@ function connect(opts: CreateRedisOptions): RedisClient {
     return dialNodes(new Cluster(list.nodes.map((n) => ({ host: n.host, port: n.port })), clusterRoleOptions(opts.role, opts.commandTimeoutMs, list.options)), opts.onDialError);
   }
   const list = parseNodeList(target.sentinels, 'REDIS_SENTINELS', 26379);
-  return reopenWhenEnded(new Redis(sentinelRoleOptions(opts.role, opts.commandTimeoutMs, list, target.sentinelName)));
+  return reopenWhenEnded(new Redis(sentinelRoleOptions(opts.role, opts.commandTimeoutMs, list, target.sentinelName)), opts.onReopen);
 }
 
 /**
@@ -235,7 +237,7 @@ function connect(opts: CreateRedisOptions): RedisClient {
  * ends without leasehold closing it is opened again, after the reconnection delay; a connect
  * that fails ends it again, and it is tried again.
  */
-function reopenWhenEnded(redis: Redis): Redis {
+function reopenWhenEnded(redis: Redis, onReopen: (() => void) | undefined): Redis {
   let attempts = 0;
   redis.on('ready', () => (attempts = 0));
   redis.on('end', () => {
@@ -244,6 +246,7 @@ function reopenWhenEnded(redis: Redis): Redis {
     systemClock.setTimer(
       () => {
         if (isClosedForGood(redis) || redis.status !== 'end') return;
+        onReopen?.();
         // A failure sets the status `end` again, which comes back here.
         redis.connect().catch(() => undefined);
       },
