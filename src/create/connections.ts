@@ -70,7 +70,10 @@ export function redisConnections(where: RedisWhere, logger?: Logger): Connection
         role: spec.role,
         ...(spec.commandTimeoutMs !== undefined ? { commandTimeoutMs: spec.commandTimeoutMs } : {}),
         onDialError: told(name, label, 'a Cluster node could not be dialled yet; dialled again through the slot map'),
-        onReopen: () => logger?.info({ connection: name, ...(label ? { executor: label } : {}) }, '%s connection: the Sentinel client ended it during a failover; opening it again', name),
+        onReopen: (failure) => {
+          if (failure === undefined) logger?.info({ connection: name, ...(label ? { executor: label } : {}) }, '%s connection: the Sentinel client ended it during a failover; opening it again', name);
+          else told(name, label, 'opening it again failed; tried again after the reconnection delay')(failure);
+        },
       });
       conn.on('error', told(name, label, 'error; reconnecting'));
       made.push({ name, label, conn });

@@ -55,8 +55,12 @@ export interface CreateRedisOptions {
    * the slot map); the Cluster reports nothing else of it.
    */
   onDialError?: (err: unknown) => void;
-  /** Told when a Sentinel connection that ended without leasehold closing it is opened again (see `reopenWhenEnded`). */
-  onReopen?: () => void;
+  /**
+   * Told when a Sentinel connection that ended without leasehold closing it is opened again
+   * (see `reopenWhenEnded`), and told again with the error when that attempt fails (the
+   * connection is then tried again after the reconnection delay).
+   */
+  onReopen?: (failure?: unknown) => void;
 }
 
 /** Reconnection delay after `times` failed attempts: doubling, capped. */
@@ -237,7 +241,7 @@ function connect(opts: CreateRedisOptions): RedisClient {
  * ends without leasehold closing it is opened again, after the reconnection delay; a connect
  * that fails ends it again, and it is tried again.
  */
-function reopenWhenEnded(redis: Redis, onReopen: (() => void) | undefined): Redis {
+function reopenWhenEnded(redis: Redis, onReopen: ((failure?: unknown) => void) | undefined): Redis {
   let attempts = 0;
   redis.on('ready', () => (attempts = 0));
   redis.on('end', () => {
@@ -247,8 +251,8 @@ function reopenWhenEnded(redis: Redis, onReopen: (() => void) | undefined): Redi
       () => {
         if (isClosedForGood(redis) || redis.status !== 'end') return;
         onReopen?.();
-        // A failure sets the status `end` again, which comes back here.
-        redis.connect().catch(() => undefined);
+        // A failure sets the status `end` again, which comes back here and tries again.
+        redis.connect().catch((err: unknown) => onReopen?.(err));
       },
       reconnectDelay(attempts),
       true,
