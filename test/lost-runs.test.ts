@@ -17,7 +17,7 @@ import { startRedis, type TestRedis } from './helpers/redis.js';
 import { spawnLeasehold, type NodeProc } from './helpers/node.js';
 import { readRuns, type RunLine } from './helpers/runs.js';
 import { until } from './helpers/wait.js';
-import { startReplyDelayProxy } from './helpers/proxy.js';
+import { startRelay } from './helpers/proxy.js';
 import { memoryLogger } from './helpers/log.js';
 import { createRunner, type RunEndedEvent } from '../src/index.js';
 
@@ -355,7 +355,7 @@ test('a claim Redis granted whose answer came after its node stopped waiting lea
   const own = await startRedis();
   t.after(() => own.stop());
   // Requests reach Redis at once; its answers can be held back on the way to the node.
-  const proxy = await startReplyDelayProxy(own.port);
+  const proxy = await startRelay(own.port);
   t.after(() => proxy.close());
   // The default lease, 30 s: the lease of the claim given up would hold the job for 30 ticks.
   const runner = createRunner({ redisUrl: proxy.url, prefix: 'unread', instanceId: 'lone', logger: memoryLogger().logger, shutdownGrace: '1s' });

@@ -12,7 +12,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
-import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Cluster } from 'ioredis';
 import { createRedis, whenReady } from '../src/redis/connection.js';
@@ -21,6 +20,7 @@ import { manualFailover, startCluster, startNodes, writeScaleoutJobs, TICK_JOBS,
 import { runLeasehold } from './helpers/node.js';
 import { duplicateTicks, readRuns, type RunLine } from './helpers/runs.js';
 import { until } from './helpers/wait.js';
+import { startRelay, type Relay } from './helpers/proxy.js';
 
 let cluster: TestCluster;
 const dir = mkdtempSync(join(tmpdir(), 'leasehold-scaleout-cluster-'));
@@ -175,36 +175,25 @@ test('a fail-fast cluster connection is ready at once and refuses commands while
 });
 
 /**
- * A TCP relay in front of each running server of the cluster: the NAT map that sends a client
- * through them, and a switch after which new connections are held unanswered (those open go on).
+ * A relay in front of each running server of the cluster (see {@link startRelay}): the NAT map
+ * that sends a client through them, and a switch after which new connections are held
+ * unanswered (those open go on).
  */
-async function relays(): Promise<{ natMap: Record<string, { host: string; port: number }>; holdNew(): void; close(): void }> {
-  let hold = false;
-  const sockets = new Set<Socket>();
-  const servers: Server[] = [];
+async function relays(): Promise<{ natMap: Record<string, { host: string; port: number }>; holdNew(): void; close(): Promise<void> }> {
+  const all: Relay[] = [];
   const natMap: Record<string, { host: string; port: number }> = {};
   for (const s of cluster.servers) {
-    const server = createServer((client) => {
-      sockets.add(client);
-      client.on('error', () => client.destroy());
-      if (hold) return;
-      const upstream = connect({ host: '127.0.0.1', port: s.port });
-      sockets.add(upstream);
-      upstream.on('error', () => client.destroy());
-      client.pipe(upstream).pipe(client);
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    servers.push(server);
-    natMap[`127.0.0.1:${s.port}`] = { host: '127.0.0.1', port: (server.address() as AddressInfo).port };
+    const relay = await startRelay(s.port);
+    all.push(relay);
+    natMap[`127.0.0.1:${s.port}`] = { host: '127.0.0.1', port: relay.port };
   }
   return {
     natMap,
     holdNew: () => {
-      hold = true;
+      for (const relay of all) relay.holdNew();
     },
-    close: () => {
-      for (const s of sockets) s.destroy();
-      for (const s of servers) s.close();
+    close: async () => {
+      await Promise.all(all.map((relay) => relay.close()));
     },
   };
 }
@@ -232,7 +221,7 @@ test('a process whose cluster connection is closed while a slots refresh waits o
     assert.equal(child.exitCode, 0);
   } finally {
     child.kill('SIGKILL');
-    relay.close();
+    await relay.close();
   }
 });
 

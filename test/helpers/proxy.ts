@@ -1,31 +1,37 @@
 /**
- * A TCP proxy on loopback in front of a server, whose answers can be held back: the requests
- * reach the server at once, the replies come back late, in order. What a node sees when its
- * event loop reads an answer late, or when the way back is slow.
+ * A TCP relay on loopback in front of a server, with two ways to disturb it: new connections
+ * held unanswered (those open go on), and answers held back (the requests reach the server at
+ * once, the replies come back late, in order). What a node sees when a node of a Cluster stops
+ * accepting, when its event loop reads an answer late, or when the way back is slow.
  * @module
  */
-import { createServer, connect, type Socket } from 'node:net';
-import type { AddressInfo } from 'node:net';
+import { createServer, connect, type AddressInfo, type Socket } from 'node:net';
 
-/** A running {@link startReplyDelayProxy}. */
-export interface ReplyDelayProxy {
+/** A running {@link startRelay}. */
+export interface Relay {
   /** The loopback port it listens on. */
   readonly port: number;
   /** `redis://127.0.0.1:<port>`. */
   readonly url: string;
+  /** From now on, new connections are held unanswered; those open go on. */
+  holdNew(): void;
   /** Holds back every reply that arrives from now on by `ms` (0: none); replies keep their order. */
   delayReplies(ms: number): void;
   /** Ends every connection and stops listening. */
   close(): Promise<void>;
 }
 
-/** Starts a proxy to `127.0.0.1:<targetPort>`. */
-export async function startReplyDelayProxy(targetPort: number): Promise<ReplyDelayProxy> {
+/** Starts a relay to `127.0.0.1:<targetPort>`. */
+export async function startRelay(targetPort: number): Promise<Relay> {
+  let hold = false;
   let delayMs = 0;
   const sockets = new Set<Socket>();
   const server = createServer((client) => {
+    sockets.add(client);
+    client.on('error', () => client.destroy());
+    if (hold) return;
     const upstream = connect(targetPort, '127.0.0.1');
-    sockets.add(client).add(upstream);
+    sockets.add(upstream);
     client.pipe(upstream);
     // Each reply chunk leaves at its due time, never before the one ahead of it.
     const queue: Array<{ at: number; chunk: Buffer }> = [];
@@ -46,7 +52,7 @@ export async function startReplyDelayProxy(targetPort: number): Promise<ReplyDel
       sockets.delete(client);
       sockets.delete(upstream);
     };
-    client.on('close', end).on('error', end);
+    client.on('close', end);
     upstream.on('close', end).on('error', end);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -54,6 +60,9 @@ export async function startReplyDelayProxy(targetPort: number): Promise<ReplyDel
   return {
     port,
     url: `redis://127.0.0.1:${port}`,
+    holdNew() {
+      hold = true;
+    },
     delayReplies(ms) {
       delayMs = ms;
     },
