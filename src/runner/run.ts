@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { Timers, TimerHandle } from '../clock.js';
 import type { ActiveRun } from './end-runs.js';
 import type { Logger } from '../logger.js';
-import { ErrorCodes, LeaseholdError, type AbortReasonCode, errorMessage } from '../errors.js';
+import { ErrorCodes, LeaseholdError, type AbortReasonCode, errorMessage, isLeaseholdError } from '../errors.js';
 import type { NormalizedJob } from '../schedule/job.js';
 import { RunContext, guardSignal } from './context.js';
 import { formatDuration } from '../schedule/duration.js';
@@ -267,9 +267,8 @@ class Run implements ActiveRun {
       if (p.lease && !this.leaseLost) {
         this.released = await p.lease.release(p.delayAfterMs).catch((err: unknown) => {
           // A key of the wrong type is the job's next claim's to say, once (it fails on it too).
-          const corrupt = err instanceof LeaseholdError && err.code === ErrorCodes.corruptState;
-          const after = err instanceof LeaseholdError && err.code === ErrorCodes.redisError ? 'it is sent again until Redis answers or the lease would have expired' : 'it expires on its own';
-          p.logger[corrupt ? 'debug' : 'warn']({ err, jobId: p.job.id }, 'releasing the lease failed; %s', after);
+          const after = isLeaseholdError(err, ErrorCodes.redisError) ? 'it is sent again until Redis answers or the lease would have expired' : 'it expires on its own';
+          p.logger[isLeaseholdError(err, ErrorCodes.corruptState) ? 'debug' : 'warn']({ err, jobId: p.job.id }, 'releasing the lease failed; %s', after);
           return false;
         });
       }
