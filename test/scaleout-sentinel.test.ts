@@ -18,6 +18,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
 import { keys as keyNames } from '../src/redis/keys.js';
 import { createRedis, whenReady } from '../src/redis/connection.js';
 import { closeRedis } from '../src/redis/close.js';
@@ -234,14 +235,16 @@ test('Sentinel with one replica and min-replicas-to-write 1: the old master refu
   }
 });
 
-test('a Sentinel connection that ends without leasehold closing it is opened again (ioredis ends one for good when a failover is announced while it reconnects); one leasehold closes stays closed', async () => {
+test('a Sentinel connection that ends without its disconnect() or quit() being called is opened again (ioredis ends one for good when a failover is announced while it reconnects); one leasehold closes stays closed', async () => {
   let reopened = 0;
   const conn = createRedis({ target: { sentinels: setup.sentinels, sentinelName: MASTER_NAME }, role: 'lease', onReopen: (failure) => failure === undefined && reopened++ });
   try {
     await whenReady(conn, 10_000);
-    // What ioredis does to the connection in that race: its status becomes `end`, with no reconnection of its own.
+    // What ioredis does to the connection in that race: its status becomes `end`, with no
+    // reconnection of its own, and no close of the connection's user was asked for (the base
+    // class's disconnect, as ioredis ends it from inside).
     const ended = once(conn, 'end');
-    conn.disconnect();
+    Redis.prototype.disconnect.call(conn);
     await ended;
     await until('the connection opened again', () => conn.status === 'ready', 10_000);
     assert.equal(await conn.ping(), 'PONG');
@@ -251,4 +254,23 @@ test('a Sentinel connection that ends without leasehold closing it is opened aga
   }
   await sleep(1_500);
   assert.equal(conn.status, 'end', 'closed by leasehold: not opened again');
+});
+
+test('a Sentinel connection closed with its own disconnect() or quit() stays closed', async () => {
+  const target = { sentinels: setup.sentinels, sentinelName: MASTER_NAME };
+  let reopened = 0;
+  const disconnected = createRedis({ target, role: 'lease', onReopen: () => reopened++ });
+  const quit = createRedis({ target, role: 'stats', onReopen: () => reopened++ });
+  try {
+    await Promise.all([whenReady(disconnected, 10_000), whenReady(quit, 10_000)]);
+    const ended = [once(disconnected, 'end'), once(quit, 'end')];
+    disconnected.disconnect();
+    assert.equal(await quit.quit(), 'OK');
+    await Promise.all(ended);
+    await sleep(1_500);
+    assert.deepEqual([disconnected.status, quit.status, reopened], ['end', 'end', 0]);
+  } finally {
+    disconnected.disconnect();
+    quit.disconnect();
+  }
 });

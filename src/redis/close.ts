@@ -12,19 +12,6 @@ import { redisAddress } from './problem.js';
 /** How long a close waits for the answer to its QUIT before it disconnects all the same, in ms. */
 export const QUIT_WAIT_MS = 500;
 
-/** Connections leasehold closed for good: never opened again (see `reopenWhenEnded` in connection.ts). */
-const closedForGood = new WeakSet<RedisClient>();
-
-/** Marks `conn` as closed for good, before it is closed by other means than {@link closeRedis}. */
-export function markClosedForGood(conn: RedisClient): void {
-  closedForGood.add(conn);
-}
-
-/** Whether leasehold closed `conn` for good. */
-export function isClosedForGood(conn: RedisClient): boolean {
-  return closedForGood.has(conn);
-}
-
 /**
  * Closes a connection for good: QUIT when it is ready (so replies in flight arrive), then a
  * disconnect, which also closes what ioredis keeps beside it (a Sentinel client's
@@ -34,7 +21,6 @@ export function isClosedForGood(conn: RedisClient): boolean {
  * `onQuitError`, once, and the connection is closed all the same.
  */
 export async function closeRedis(conn: RedisClient, onQuitError: (err: unknown) => void, quitWaitMs = QUIT_WAIT_MS, clock: Timers = systemClock): Promise<void> {
-  markClosedForGood(conn);
   if (conn.status === 'ready') {
     let told = false;
     const tell = (err: unknown): void => {

@@ -5,8 +5,8 @@
  * @module
  */
 import { tracked } from './problem.js';
-import { QUIT_WAIT_MS, isClosedForGood } from './close.js';
-import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { QUIT_WAIT_MS } from './close.js';
+import { Cluster, Redis, type Callback, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { systemClock, type Timers } from '../clock.js';
 import { ErrorCodes, LeaseholdError } from '../errors.js';
 import { parseNodeList, targetOptions, type NodeList, type RedisTarget } from './target.js';
@@ -56,8 +56,8 @@ export interface CreateRedisOptions {
    */
   onDialError?: (err: unknown) => void;
   /**
-   * Told when a Sentinel connection that ended without leasehold closing it is opened again
-   * (see `reopenWhenEnded`), and told again with the error when that attempt fails (the
+   * Told when a Sentinel connection that ended without its `disconnect()` or `quit()` being
+   * called is opened again (see `SentinelRedis`), and told again with the error when that attempt fails (the
    * connection is then tried again after the reconnection delay).
    */
   onReopen?: (failure?: unknown) => void;
@@ -228,37 +228,53 @@ function connect(opts: CreateRedisOptions): RedisClient {
     return dialNodes(new Cluster(list.nodes.map((n) => ({ host: n.host, port: n.port })), clusterRoleOptions(opts.role, opts.commandTimeoutMs, list.options)), opts.onDialError);
   }
   const list = parseNodeList(target.sentinels, 'REDIS_SENTINELS', 26379);
-  return reopenWhenEnded(new Redis(sentinelRoleOptions(opts.role, opts.commandTimeoutMs, list, target.sentinelName)), opts.onReopen);
+  return new SentinelRedis(sentinelRoleOptions(opts.role, opts.commandTimeoutMs, list, target.sentinelName), opts.onReopen);
 }
 
 /**
- * ioredis (5.11) ends a Sentinel connection for good when the Sentinels announce a failover
- * while the connection is asking them for the master to reconnect to: its failover detector
- * closes the connector in the middle of that connect, which then fails with "Connection is
- * closed." and sets the status `end`, whatever the retry strategy says. The node would never
- * reach Redis again on it (seen in the master-kill measurement of `scaleout-sentinel.test.ts`:
- * a node's stats connection ended so, and the nodes ran no tick for 30 s). A connection that
- * ends without leasehold closing it is opened again, after the reconnection delay; a connect
- * that fails ends it again, and it is tried again.
+ * A connection to a master named by Sentinels, opened again when ioredis ends it without being
+ * asked to. ioredis (5.11) ends a Sentinel connection for good when the Sentinels announce a
+ * failover while the connection is asking them for the master to reconnect to: its failover
+ * detector closes the connector in the middle of that connect, which then fails with
+ * "Connection is closed." and sets the status `end`, whatever the retry strategy says. The node
+ * would never reach Redis again on it (seen in the master-kill measurement of
+ * `scaleout-sentinel.test.ts`: a node's stats connection ended so, and the nodes ran no tick for
+ * 30 s). A connection that ends without its own `disconnect()` or `quit()` having been called is
+ * opened again after the reconnection delay; a connect that fails ends it again, and it is tried
+ * again. One closed by either stays closed, whoever closed it.
  */
-function reopenWhenEnded(redis: Redis, onReopen: ((failure?: unknown) => void) | undefined): Redis {
-  let attempts = 0;
-  redis.on('ready', () => (attempts = 0));
-  redis.on('end', () => {
-    if (isClosedForGood(redis)) return;
-    attempts += 1;
-    systemClock.setTimer(
-      () => {
-        if (isClosedForGood(redis) || redis.status !== 'end') return;
-        onReopen?.();
-        // A failure sets the status `end` again, which comes back here and tries again.
-        redis.connect().catch((err: unknown) => onReopen?.(err));
-      },
-      reconnectDelay(attempts),
-      true,
-    );
-  });
-  return redis;
+class SentinelRedis extends Redis {
+  #closed = false;
+  #attempts = 0;
+
+  constructor(options: RedisOptions, onReopen: ((failure?: unknown) => void) | undefined) {
+    super(options);
+    this.on('ready', () => (this.#attempts = 0));
+    this.on('end', () => {
+      if (this.#closed) return;
+      this.#attempts += 1;
+      systemClock.setTimer(
+        () => {
+          if (this.#closed || this.status !== 'end') return;
+          onReopen?.();
+          // A failure sets the status `end` again, which comes back here and tries again.
+          this.connect().catch((err: unknown) => onReopen?.(err));
+        },
+        reconnectDelay(this.#attempts),
+        true,
+      );
+    });
+  }
+
+  override disconnect(reconnect = false): void {
+    if (!reconnect) this.#closed = true;
+    super.disconnect(reconnect);
+  }
+
+  override quit(callback?: Callback<'OK'>): Promise<'OK'> {
+    this.#closed = true;
+    return super.quit(callback);
+  }
 }
 
 /**

@@ -11,7 +11,6 @@ import { Job, Queue, QueueEvents, UnrecoverableError, WaitingError, Worker } fro
 import { sleep, waitAtMost } from '../clock.js';
 import { ErrorCodes, LeaseholdError, errorMessage, leaseholdError } from '../errors.js';
 import type { RedisClient } from '../redis/connection.js';
-import { markClosedForGood } from '../redis/close.js';
 import { keys } from '../redis/keys.js';
 import type { ResolvedExecutor } from './config.js';
 import type { QueueFactory } from './index.js';
@@ -287,7 +286,6 @@ class QueueExecutor implements TaskExecutor {
     await waitAtMost(clock, Promise.allSettled([this.events?.close(), this.queue?.close()]), 2_000);
     // A result still awaited here would never come: its events and reads end with the executor.
     for (const stop of this.waiting) stop(new LeaseholdError(ErrorCodes.shutdown, `executor "${this.config.name}" stopped before the task's result came; it stays on the queue and its result can be read again by id`));
-    for (const c of this.connections) markClosedForGood(c);
     await waitAtMost(clock, Promise.allSettled(this.connections.map((c) => c.quit())), 1_000);
     for (const c of this.connections) c.disconnect();
     return left.length;
