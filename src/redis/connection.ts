@@ -57,8 +57,8 @@ export interface CreateRedisOptions {
   onDialError?: (err: unknown) => void;
   /**
    * Told when a Sentinel connection that ended without its `disconnect()` or `quit()` being
-   * called is opened again (see `SentinelRedis`), and told again with the error when that attempt fails (the
-   * connection is then tried again after the reconnection delay).
+   * called is opened again (see `SentinelRedis`), and told again with the error when that
+   * attempt fails (the connection is then tried again after the reconnection delay).
    */
   onReopen?: (failure?: unknown) => void;
 }
