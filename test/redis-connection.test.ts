@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
 import { isLeaseholdError } from '../src/errors.js';
-import { createRedis, roleOptions, whenReady } from '../src/redis/connection.js';
+import { createRedis, whenReady } from '../src/redis/connection.js';
+import { roleOptions } from '../src/redis/roles.js';
 import { redactUrl, targetOptions } from '../src/redis/target.js';
 import { freePort, startRedis, type TestRedis } from './helpers/redis.js';
 

@@ -21,7 +21,8 @@
  */
 import type { Logger } from '../logger.js';
 import { errorMessage } from '../errors.js';
-import { closeRedis, createRedis, type RedisClient, type RedisRole } from '../redis/connection.js';
+import { closeRedis, createRedis, type RedisClient } from '../redis/connection.js';
+import type { RedisRole } from '../redis/roles.js';
 import type { RedisTarget } from '../redis/target.js';
 
 /** Where Redis is: a URL, a target (one server, a Cluster, a master behind Sentinel), or a client to duplicate. */

@@ -6,7 +6,8 @@
  * @module
  */
 import { systemClock, type TimerHandle, type Timers } from '../clock.js';
-import { LEASE_COMMAND_TIMEOUT_MS, redisProblem, type RedisClient } from '../redis/connection.js';
+import { redisProblem, type RedisClient } from '../redis/connection.js';
+import { LEASE_COMMAND_TIMEOUT_MS } from '../redis/roles.js';
 import { ErrorCodes, LeaseholdError, isLeaseholdError, errorMessage } from '../errors.js';
 import type { ClaimRequest, ClaimResult } from '../redis/claim.js';
 import { claimScript, extendScript, isRefusedLate, releaseScript, type ClaimScriptArgs, type ReleaseScriptArgs } from '../redis/lease-scripts.js';

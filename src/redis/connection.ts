@@ -1,32 +1,18 @@
 /**
- * Redis connections, one kind per role. The lease connection fails fast: a
- * stalled or absent Redis must abort a claim or an extension within a
- * deadline, never leave it queued until Redis returns.
+ * Redis connections, one kind per role (`roles.ts`), to one server, a Redis Cluster
+ * (`cluster.ts`) or a master behind Sentinel (`sentinel.ts`), and the wait for one to be ready.
+ * The lease connection fails fast: a stalled or absent Redis must abort a claim or an extension
+ * within a deadline, never leave it queued until Redis returns.
  * @module
  */
 import { tracked } from './problem.js';
-import { QUIT_WAIT_MS } from './close.js';
-import { Cluster, Redis, type Callback, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { systemClock, type Timers } from '../clock.js';
 import { ErrorCodes, LeaseholdError } from '../errors.js';
-import { parseNodeList, targetOptions, type NodeList, type RedisTarget } from './target.js';
-
-/**
- * What a connection is for. `lease`: claims and extensions, fail fast.
- * `stats`: counters and status reads, fail fast (the stats writer keeps what
- * it could not write). `sub`: pub/sub; on one server its owner subscribes again on every
- * `'ready'`, on a Cluster ioredis resubscribes. `queue`: a BullMQ queue executor's, apart from
- * the lease's: it waits for Redis rather than failing fast (BullMQ's workers need
- * `maxRetriesPerRequest: null`, and hold blocking commands).
- */
-export type RedisRole = 'lease' | 'stats' | 'sub' | 'queue';
-
-/** Default command timeout of a `lease` connection, in ms. */
-export const LEASE_COMMAND_TIMEOUT_MS = 2000;
-/** Default command timeout of a `stats` connection, in ms. */
-export const STATS_COMMAND_TIMEOUT_MS = 5000;
-/** Longest wait between two reconnection attempts, in ms. */
-export const MAX_RECONNECT_DELAY_MS = 2000;
+import { parseNodeList, targetOptions, type RedisTarget } from './target.js';
+import { roleOptions, type RedisRole } from './roles.js';
+import { clusterRoleOptions, dialNodes } from './cluster.js';
+import { SentinelRedis, sentinelRoleOptions } from './sentinel.js';
 
 /**
  * An ioredis client: a connection to one Redis (possibly found through Sentinel) or to a Redis
@@ -61,128 +47,6 @@ export interface CreateRedisOptions {
    * attempt fails (the connection is then tried again after the reconnection delay).
    */
   onReopen?: (failure?: unknown) => void;
-}
-
-/** Reconnection delay after `times` failed attempts: doubling, capped. */
-export function reconnectDelay(times: number): number {
-  return Math.min(50 * 2 ** Math.min(Math.max(times, 1), 16), MAX_RECONNECT_DELAY_MS);
-}
-
-/** Timeouts, queueing and retry options for a role. */
-export function roleOptions(role: RedisRole, commandTimeoutMs?: number): RedisOptions {
-  const common: RedisOptions = {
-    connectionName: `leasehold-${role}`,
-    keyPrefix: '',
-    lazyConnect: false,
-    retryStrategy: reconnectDelay,
-    // A disconnect ends the socket, and destroys it after this long: a stalled server never
-    // answers the end, and the socket would hold the process (ioredis's default is 2 s).
-    disconnectTimeout: QUIT_WAIT_MS,
-  };
-  if (commandTimeoutMs !== undefined && !(Number.isFinite(commandTimeoutMs) && commandTimeoutMs > 0)) {
-    throw new LeaseholdError(ErrorCodes.invalidConfig, `commandTimeoutMs must be a positive number of ms, got ${String(commandTimeoutMs)}`);
-  }
-  switch (role) {
-    case 'lease':
-      return {
-        ...common,
-        commandTimeout: commandTimeoutMs ?? LEASE_COMMAND_TIMEOUT_MS,
-        connectTimeout: 5000,
-        enableOfflineQueue: false,
-        maxRetriesPerRequest: 0,
-        autoResendUnfulfilledCommands: false,
-        // The claim and release calls of one instant, and extensions made together, leave in one write.
-        enableAutoPipelining: true,
-      };
-    case 'stats':
-      return {
-        ...common,
-        commandTimeout: commandTimeoutMs ?? STATS_COMMAND_TIMEOUT_MS,
-        connectTimeout: 5000,
-        enableOfflineQueue: false,
-        maxRetriesPerRequest: 1,
-        autoResendUnfulfilledCommands: false,
-      };
-    case 'queue':
-      return { ...common, commandTimeout: commandTimeoutMs, maxRetriesPerRequest: null, enableOfflineQueue: true };
-    case 'sub':
-      // Its owner sets it up again on every 'ready' (CLIENT TRACKING must be on before the
-      // connection enters subscriber mode), so ioredis neither queues, resends nor resubscribes.
-      return {
-        ...common,
-        commandTimeout: commandTimeoutMs,
-        enableOfflineQueue: false,
-        autoResubscribe: false,
-        autoResendUnfulfilledCommands: false,
-      };
-  }
-}
-
-/**
- * Cluster options for a role. The role's options apply to every node's connection; a
- * fail-fast role also gets no offline queue at the cluster level, so a command fails at once
- * while the cluster is away. Redirections (MOVED, ASK) and retries during a failover stay
- * bounded (the command timeout, which counts from the command's first send, and ioredis's
- * limit of 16 redirections).
- */
-export function clusterRoleOptions(role: RedisRole, commandTimeoutMs: number | undefined, nodeOptions: RedisOptions = {}): ClusterOptions {
-  const { retryStrategy: _perNode, enableOfflineQueue: roleQueue, ...perNode } = roleOptions(role, commandTimeoutMs);
-  // A Cluster's subscriber is ioredis's own connection, which resubscribes by itself; the
-  // subscription waits in the cluster's offline queue until the slots are known.
-  const enableOfflineQueue = role === 'sub' ? true : roleQueue;
-  const { host: _host, port: _port, db: _db, ...auth } = nodeOptions;
-  return {
-    enableOfflineQueue,
-    // No auto-pipelining on a Cluster: an auto-pipeline mixes the slots of one node, and when a
-    // failover moves them, ioredis follows the MOVED replies of a pipeline only when they all
-    // name the same slot; the claims in it would fail instead of being redirected.
-    enableAutoPipelining: false,
-    // The ready check (CLUSTER INFO) cannot pass without an offline queue: its node is still
-    // connecting. Fail-fast connections are ready once they know the slots.
-    enableReadyCheck: enableOfflineQueue === true,
-    clusterRetryStrategy: reconnectDelay,
-    // Node connections are not redialled on their own: a node that is away is found again
-    // (or replaced by its promoted replica) through the slot map, refreshed this often.
-    slotsRefreshInterval: 2_000,
-    slotsRefreshTimeout: 1_000,
-    redisOptions: { ...auth, ...perNode },
-    lazyConnect: false,
-  };
-}
-
-/**
- * Opens `cluster`'s node connections as soon as the nodes are known. Without this a node is
- * dialled by its first command, and a second command sent while it connects is refused (no
- * offline queue). Replicas are dialled too (ioredis marks their connections READONLY): when
- * one is promoted, its connection is ready for the job's next claim.
- */
-function dialNodes(cluster: Cluster, onDialError: ((err: unknown) => void) | undefined): Cluster {
-  const dial = (node: Redis): void => {
-    // A failed dial is retried through the slot map: it is only told.
-    if (node.status === 'wait') node.connect().catch((err: unknown) => onDialError?.(err));
-  };
-  for (const node of cluster.nodes('all')) dial(node);
-  cluster.on('+node', dial);
-  return cluster;
-}
-
-/**
- * Options for a master behind Sentinel. A write refused with READONLY (the server was
- * demoted, and the Sentinels have not told yet) drops the connection, which then asks the
- * Sentinels for the master again; so does a failover announced by the Sentinels.
- */
-export function sentinelRoleOptions(role: RedisRole, commandTimeoutMs: number | undefined, list: NodeList, name: string): RedisOptions {
-  const { tls, ...auth } = list.options;
-  return {
-    ...auth,
-    sentinels: list.nodes.map((n) => ({ host: n.host, port: n.port })),
-    name,
-    ...(tls ? { tls, enableTLSForSentinelMode: true, sentinelTLS: tls } : {}),
-    sentinelRetryStrategy: reconnectDelay,
-    failoverDetector: true,
-    reconnectOnError: (err: Error) => (err.message.startsWith('READONLY') ? 1 : false),
-    ...roleOptions(role, commandTimeoutMs),
-  };
 }
 
 function checkTarget(target: RedisTarget): RedisTarget {
@@ -229,52 +93,6 @@ function connect(opts: CreateRedisOptions): RedisClient {
   }
   const list = parseNodeList(target.sentinels, 'REDIS_SENTINELS', 26379);
   return new SentinelRedis(sentinelRoleOptions(opts.role, opts.commandTimeoutMs, list, target.sentinelName), opts.onReopen);
-}
-
-/**
- * A connection to a master named by Sentinels, opened again when ioredis ends it without being
- * asked to. ioredis (5.11) ends a Sentinel connection for good when the Sentinels announce a
- * failover while the connection is asking them for the master to reconnect to: its failover
- * detector closes the connector in the middle of that connect, which then fails with
- * "Connection is closed." and sets the status `end`, whatever the retry strategy says. The node
- * would never reach Redis again on it (seen in the master-kill measurement of
- * `scaleout-sentinel.test.ts`: a node's stats connection ended so, and the nodes ran no tick for
- * 30 s). A connection that ends without its own `disconnect()` or `quit()` having been called is
- * opened again after the reconnection delay; a connect that fails ends it again, and it is tried
- * again. One closed by either stays closed, whoever closed it.
- */
-class SentinelRedis extends Redis {
-  #closed = false;
-  #attempts = 0;
-
-  constructor(options: RedisOptions, onReopen: ((failure?: unknown) => void) | undefined) {
-    super(options);
-    this.on('ready', () => (this.#attempts = 0));
-    this.on('end', () => {
-      if (this.#closed) return;
-      this.#attempts += 1;
-      systemClock.setTimer(
-        () => {
-          if (this.#closed || this.status !== 'end') return;
-          onReopen?.();
-          // A failure sets the status `end` again, which comes back here and tries again.
-          this.connect().catch((err: unknown) => onReopen?.(err));
-        },
-        reconnectDelay(this.#attempts),
-        true,
-      );
-    });
-  }
-
-  override disconnect(reconnect = false): void {
-    if (!reconnect) this.#closed = true;
-    super.disconnect(reconnect);
-  }
-
-  override quit(callback?: Callback<'OK'>): Promise<'OK'> {
-    this.#closed = true;
-    return super.quit(callback);
-  }
 }
 
 /**
