@@ -256,6 +256,25 @@ test('a Sentinel connection that ends without its disconnect() or quit() being c
   assert.equal(conn.status, 'end', 'closed by leasehold: not opened again');
 });
 
+test('a duplicate of a Sentinel connection (a BullMQ worker makes its blocking connection so) is opened again too, and keeps its options', async () => {
+  let reopened = 0;
+  const conn = createRedis({ target: { sentinels: setup.sentinels, sentinelName: MASTER_NAME }, role: 'queue', onReopen: (failure) => failure === undefined && reopened++ });
+  const copy = (conn as Redis).duplicate({ connectionName: 'blocking' });
+  try {
+    await whenReady(copy, 10_000);
+    assert.equal(copy.options.connectionName, 'blocking');
+    const ended = once(copy, 'end');
+    Redis.prototype.disconnect.call(copy);
+    await ended;
+    await until('the duplicate opened again', () => copy.status === 'ready', 10_000);
+    assert.equal(await copy.ping(), 'PONG');
+    assert.equal(reopened, 1, 'told as the connection it was made from is');
+  } finally {
+    copy.disconnect();
+    conn.disconnect();
+  }
+});
+
 test('a Sentinel connection closed with its own disconnect() or quit() stays closed', async () => {
   const target = { sentinels: setup.sentinels, sentinelName: MASTER_NAME };
   let reopened = 0;

@@ -37,14 +37,17 @@ export function sentinelRoleOptions(role: RedisRole, commandTimeoutMs: number | 
  * `scaleout-sentinel.test.ts`: a node's stats connection ended so, and the nodes ran no tick for
  * 30 s). A connection that ends without its own `disconnect()` or `quit()` having been called is
  * opened again after the reconnection delay; a connect that fails ends it again, and it is tried
- * again. One closed by either stays closed, whoever closed it.
+ * again. One closed by either stays closed, whoever closed it. A duplicate is such a connection
+ * too.
  */
 export class SentinelRedis extends Redis {
   #closed = false;
   #attempts = 0;
+  readonly #onReopen: ((failure?: unknown) => void) | undefined;
 
   constructor(options: RedisOptions, onReopen: ((failure?: unknown) => void) | undefined) {
     super(options);
+    this.#onReopen = onReopen;
     this.on('ready', () => (this.#attempts = 0));
     this.on('end', () => {
       if (this.#closed) return;
@@ -52,9 +55,9 @@ export class SentinelRedis extends Redis {
       systemClock.setTimer(
         () => {
           if (this.#closed || this.status !== 'end') return;
-          onReopen?.();
+          this.#onReopen?.();
           // A failure sets the status `end` again, which comes back here and tries again.
-          this.connect().catch((err: unknown) => onReopen?.(err));
+          this.connect().catch((err: unknown) => this.#onReopen?.(err));
         },
         reconnectDelay(this.#attempts),
         true,
@@ -70,6 +73,11 @@ export class SentinelRedis extends Redis {
   override quit(callback?: Callback<'OK'>): Promise<'OK'> {
     this.#closed = true;
     return super.quit(callback);
+  }
+
+  /** A copy is opened again as this one is (a BullMQ worker duplicates its connection for its blocking commands). */
+  override duplicate(override?: Partial<RedisOptions>): Redis {
+    return new SentinelRedis({ ...this.options, ...override }, this.#onReopen);
   }
 }
 
