@@ -275,6 +275,27 @@ test('a duplicate of a Sentinel connection (a BullMQ worker makes its blocking c
   }
 });
 
+test('waiting for a Sentinel connection to be ready outlasts an end it is opened again after', async () => {
+  const conn = createRedis({ target: { sentinels: setup.sentinels, sentinelName: MASTER_NAME }, role: 'lease' });
+  try {
+    const ready = whenReady(conn, 10_000);
+    // Ended as ioredis ends it in the failover race, before it was ever ready.
+    Redis.prototype.disconnect.call(conn);
+    await ready;
+    assert.equal(await conn.ping(), 'PONG');
+    const ended = once(conn, 'end');
+    Redis.prototype.disconnect.call(conn);
+    await ended;
+    await whenReady(conn, 10_000);
+    assert.equal(conn.status, 'ready', 'an ended connection that is opened again is waited for too');
+  } finally {
+    const ended = once(conn, 'end');
+    conn.disconnect();
+    await ended;
+  }
+  await assert.rejects(whenReady(conn, 10_000), /Redis connection is closed/, 'one closed by its own disconnect() is not');
+});
+
 test('a Sentinel connection closed with its own disconnect() or quit() stays closed', async () => {
   const target = { sentinels: setup.sentinels, sentinelName: MASTER_NAME };
   let reopened = 0;

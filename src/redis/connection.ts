@@ -95,13 +95,18 @@ function connect(opts: CreateRedisOptions): RedisClient {
   return new SentinelRedis(sentinelRoleOptions(opts.role, opts.commandTimeoutMs, list, target.sentinelName), opts.onReopen);
 }
 
+/** Whether `redis` has ended and will not be opened again (a Sentinel connection is, unless closed by its owner). */
+function endedForGood(redis: RedisClient): boolean {
+  return redis.status === 'end' && !(redis instanceof SentinelRedis && redis.reopens);
+}
+
 /**
  * Resolves once `redis` is ready for commands; rejects with `redisError`
  * after `timeoutMs` (on `clock`) or when the connection is closed for good.
  */
 export function whenReady(redis: RedisClient, timeoutMs: number, clock: Timers = systemClock): Promise<void> {
   if (redis.status === 'ready') return Promise.resolve();
-  if (redis.status === 'end') {
+  if (endedForGood(redis)) {
     return Promise.reject(new LeaseholdError(ErrorCodes.redisError, 'Redis connection is closed'));
   }
   return new Promise((resolve, reject) => {
@@ -117,6 +122,7 @@ export function whenReady(redis: RedisClient, timeoutMs: number, clock: Timers =
       resolve();
     };
     const onEnd = (): void => {
+      if (!endedForGood(redis)) return;
       cleanup();
       reject(new LeaseholdError(ErrorCodes.redisError, 'Redis connection closed before it was ready', { cause: lastError }));
     };

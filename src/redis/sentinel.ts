@@ -65,6 +65,11 @@ export class SentinelRedis extends Redis {
     });
   }
 
+  /** Whether this connection is opened again when it ends (it is, until its own disconnect() or quit()). */
+  get reopens(): boolean {
+    return !this.#closed;
+  }
+
   override disconnect(reconnect = false): void {
     if (!reconnect) this.#closed = true;
     super.disconnect(reconnect);
