@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { keys as keyNames } from '../src/redis/keys.js';
-import { createRedis, whenReady } from '../src/redis/connection.js';
+import { createRedis, whenReady, type RedisClient } from '../src/redis/connection.js';
 import { closeRedis } from '../src/redis/close.js';
 import { until } from './helpers/wait.js';
 import { startNodes, writeScaleoutJobs, TICK_JOBS } from './helpers/cluster.js';
@@ -235,17 +235,23 @@ test('Sentinel with one replica and min-replicas-to-write 1: the old master refu
   }
 });
 
+/**
+ * Ends `conn` as ioredis does in the failover race, and waits for its end: the status becomes
+ * `end`, with no reconnection of ioredis's own, and no close of the connection's owner was asked
+ * for (the base class's disconnect, as ioredis ends it from inside).
+ */
+async function endAsInTheRace(conn: RedisClient): Promise<void> {
+  const ended = once(conn, 'end');
+  Redis.prototype.disconnect.call(conn);
+  await ended;
+}
+
 test('a Sentinel connection that ends without its disconnect() or quit() being called is opened again (ioredis ends one for good when a failover is announced while it reconnects); one leasehold closes stays closed', async () => {
   let reopened = 0;
   const conn = createRedis({ target: { sentinels: setup.sentinels, sentinelName: MASTER_NAME }, role: 'lease', onReopen: (failure) => failure === undefined && reopened++ });
   try {
     await whenReady(conn, 10_000);
-    // What ioredis does to the connection in that race: its status becomes `end`, with no
-    // reconnection of its own, and no close of the connection's user was asked for (the base
-    // class's disconnect, as ioredis ends it from inside).
-    const ended = once(conn, 'end');
-    Redis.prototype.disconnect.call(conn);
-    await ended;
+    await endAsInTheRace(conn);
     await until('the connection opened again', () => conn.status === 'ready', 10_000);
     assert.equal(await conn.ping(), 'PONG');
     assert.equal(reopened, 1, 'told, for the log');
@@ -263,9 +269,7 @@ test('a duplicate of a Sentinel connection (a BullMQ worker makes its blocking c
   try {
     await whenReady(copy, 10_000);
     assert.equal(copy.options.connectionName, 'blocking');
-    const ended = once(copy, 'end');
-    Redis.prototype.disconnect.call(copy);
-    await ended;
+    await endAsInTheRace(copy);
     await until('the duplicate opened again', () => copy.status === 'ready', 10_000);
     assert.equal(await copy.ping(), 'PONG');
     assert.equal(reopened, 1, 'told as the connection it was made from is');
@@ -279,13 +283,10 @@ test('waiting for a Sentinel connection to be ready outlasts an end it is opened
   const conn = createRedis({ target: { sentinels: setup.sentinels, sentinelName: MASTER_NAME }, role: 'lease' });
   try {
     const ready = whenReady(conn, 10_000);
-    // Ended as ioredis ends it in the failover race, before it was ever ready.
-    Redis.prototype.disconnect.call(conn);
+    await endAsInTheRace(conn); // before it was ever ready
     await ready;
     assert.equal(await conn.ping(), 'PONG');
-    const ended = once(conn, 'end');
-    Redis.prototype.disconnect.call(conn);
-    await ended;
+    await endAsInTheRace(conn);
     await whenReady(conn, 10_000);
     assert.equal(conn.status, 'ready', 'an ended connection that is opened again is waited for too');
   } finally {
