@@ -8,6 +8,8 @@ import { createHook } from 'node:async_hooks';
 import { threadId } from 'node:worker_threads';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createRunner, defineJob, defineTask, isLeaseholdError, type RunEndedEvent, type RunStartedEvent, type TaskEndedEvent } from '../src/index.js';
+import { ThreadPool } from '../src/tasks/pool.js';
+import { systemClock } from '../src/clock.js';
 import { memoryLogger } from './helpers/log.js';
 import { startRedis, type TestRedis } from './helpers/redis.js';
 import { until } from './helpers/wait.js';
@@ -93,6 +95,19 @@ test('shutdown terminates a worker thread that ignores its signal: interrupted, 
   assert.ok(log.lines.some((l) => l['executor'] === 'cpu' && l['interrupted'] === 1));
   // stop() resolves once the thread has exited: nothing of it is left.
   await assertNoThreadLeft();
+});
+
+test('a worker pool that was closed refuses a task with invalidState, rather than opening a thread nothing would close', async () => {
+  const log = memoryLogger('info');
+  const pool = new ThreadPool({ name: 'cpu', maxThreads: 1, idleTimeoutMs: 60_000, clock: systemClock, logger: log.logger });
+  const hook = { onAbort: () => {} };
+  const request = { kind: 'task', module: hash.module ?? '', id: hash.id, payload: { text: 'x', rounds: 1 }, ctx: {} } as const;
+  const first = (await pool.run(request, hook)) as { threadId: number };
+  assert.notEqual(first.threadId, threadId, 'the task ran in a thread');
+  await pool.close();
+  await assert.rejects(pool.run(request, hook), (err: unknown) => isLeaseholdError(err, 'invalidState') && /worker executor "cpu" is closed: task "hash" not run/.test((err as Error).message));
+  assert.equal(pool.threads, 0);
+  await assertNoThreadLeft('after a task refused by a closed pool');
 });
 
 /** The handles of worker threads this process holds: their ports and the threads themselves (Node 20 lists a thread held by `ref()` as its port). */

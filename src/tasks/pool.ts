@@ -50,6 +50,8 @@ export class ThreadPool {
   private up: BroadcastChannel | undefined;
   private readonly channel = `leasehold:${randomUUID()}`;
   private seq = 0;
+  /** Set by close(): a pool is not opened again, since nothing would close it. */
+  private closed = false;
   /** The threads seen in the pool that have not exited yet, with their exit. */
   private readonly alive = new Map<Worker, Promise<void>>();
 
@@ -60,9 +62,10 @@ export class ThreadPool {
     return this.pool?.threads.length ?? 0;
   }
 
-  private open(): Piscina {
+  private open(request: Pick<ThreadRequest, 'kind' | 'id'>): Piscina {
     if (this.pool) return this.pool;
     const { opts } = this;
+    if (this.closed) throw new LeaseholdError(ErrorCodes.invalidState, `worker executor ${JSON.stringify(opts.name)} is closed: ${request.kind} ${JSON.stringify(request.id)} not run`);
     this.down = new BroadcastChannel(`${this.channel}:down`);
     this.up = new BroadcastChannel(`${this.channel}:up`);
     this.down.unref();
@@ -87,11 +90,11 @@ export class ThreadPool {
   /**
    * Runs a handler in a thread. An abort heard through `hook` is passed to the handler's signal,
    * and the thread is terminated if it has not answered after the grace; the promise then
-   * rejects with the abort's reason.
+   * rejects with the abort's reason. A pool that was closed refuses it (`invalidState`).
    */
   async run(request: Omit<ThreadRequest, 'seq' | 'channel' | 'levels'>, hook: AbortHook): Promise<unknown> {
     const { opts } = this;
-    const pool = this.open();
+    const pool = this.open(request);
     const seq = ++this.seq;
     // piscina's documented `signal` may be any EventEmitter that emits 'abort': lighter per task than an AbortController.
     const terminate = new EventEmitter();
@@ -153,6 +156,7 @@ export class ThreadPool {
   async close(): Promise<void> {
     const pool = this.pool;
     this.pool = undefined;
+    this.closed = true;
     if (pool) this.watchExits(pool);
     try {
       await pool?.destroy();
