@@ -162,19 +162,21 @@ describe('the CLI as real processes: a clear line, a non-zero exit, no stack tra
     });
   });
 
-  test('a port already taken ends the node with a clear line and a non-zero exit', async () => {
+  test('a port already taken ends the node with a clear line and exit 2, before it starts a job', async () => {
     const blocker = createServer();
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
     const address = blocker.address();
     const port = typeof address === 'object' && address !== null ? address.port : 0;
-    const node = spawnLeasehold(['start', '--jobs', jobs, '--host', '127.0.0.1', '--port', String(port)], { LOG_LEVEL: 'error' });
+    const node = spawnLeasehold(['start', '--jobs', jobs, '--host', '127.0.0.1', '--port', String(port)], { LOG_LEVEL: 'info' });
     const timeout = new Promise<'running'>((resolve) => setTimeout(() => resolve('running'), 4_000).unref());
     const outcome = await Promise.race([node.exited, timeout]);
     if (outcome === 'running') node.kill('SIGKILL');
     blocker.close();
     if (outcome === 'running') assert.fail(`still running 4 s after: ${node.stderr()}`);
-    assert.notEqual(outcome.code, 0);
-    assert.match(node.stderr(), /EADDRINUSE/);
+    assert.equal(outcome.code, 2);
+    assert.match(node.stderr(), /cannot serve HTTP on 127\.0\.0\.1:\d+: .*EADDRINUSE/);
     assert.ok(!STACK_FRAME.test(node.stderr()));
+    // Nothing ran: a node that cannot serve its status does not start its jobs first.
+    assert.doesNotMatch(node.stdout() + node.stderr(), /runner started|"jobId"/);
   });
 });

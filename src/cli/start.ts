@@ -16,7 +16,7 @@ import type { CommandHelp } from './help.js';
 import { loadJobsModule, loadModuleExtras } from './load.js';
 import { startPrivateRedis, type PrivateRedis } from './private-redis.js';
 import { watchStartSignals, type StartSignals } from './start-signals.js';
-import { startHttpServer } from '../http/server.js';
+import { checkPortFree, startHttpServer } from '../http/server.js';
 import { redactUrl, splitList, type TaskDefinition } from '../create/command.js';
 import { every, systemClock } from '../clock.js';
 import type { Logger } from '../logger.js';
@@ -59,7 +59,7 @@ export function startHelp(): CommandHelp {
     options: CONFIG.filter((e) => e.flag !== undefined).map((e) => helpOption(e)),
     environment: CONFIG.filter((e) => e.flag === undefined).map((e) => helpOption(e)),
     notes: [
-      'On SIGTERM or SIGINT the node stops its timer, waits the shutdown grace for runs in progress, aborts the rest, and exits 0. A signal while it starts (its jobs module loading, Redis connecting) stops the start after the step under way, also with 0; a second one exits at once, 130. It exits non-zero when it cannot start: 2 for a bad flag or variable.',
+      'On SIGTERM or SIGINT the node stops its timer, waits the shutdown grace for runs in progress, aborts the rest, and exits 0. A signal while it starts (its jobs module loading, Redis connecting) stops the start after the step under way, also with 0; a second one exits at once, 130. It exits non-zero when it cannot start: 2 for a bad flag or variable, or its HTTP port taken (checked before any job starts).',
       'A rejection nobody handles in job or task code is logged with its job or task and counted (leasehold_unhandled_errors_total); the node keeps running. An exception nobody catches stops the node as SIGTERM does, and it exits 1.',
     ],
   };
@@ -93,6 +93,11 @@ function checkAllJobs(jobs: unknown[], decorated: readonly LeaseholdError[]): vo
   }
 }
 
+/** The error of a node that cannot serve HTTP on its host and port. */
+function httpProblem(config: { readonly host: string; readonly port: number }, err: unknown): LeaseholdError {
+  return new LeaseholdError(ErrorCodes.invalidConfig, `cannot serve HTTP on ${config.host}:${config.port}: ${errorMessage(err)}`);
+}
+
 /** A job with `thread: 'worker'` and no module of its own. */
 function onWorkerThread(job: unknown): boolean {
   return typeof job === 'object' && job !== null && (job as JobDefinition).thread === 'worker' && (job as JobDefinition).module === undefined;
@@ -108,6 +113,10 @@ export async function runStart(args: string[]): Promise<number> {
   for (const warning of warnings) logger.warn(warning);
   checkAllJobs(jobs, decorated);
   const extras = await loadModuleExtras(config.jobs);
+  // A port taken (by another node, most often) ends the start before anything runs.
+  await checkPortFree(config.host, config.port).catch((err: unknown) => {
+    throw httpProblem(config, err);
+  });
   let privateRedis: PrivateRedis | undefined;
   if (config.privateRedis && !config.redisUrl && !config.redisClusterNodes && !config.redisSentinels) {
     privateRedis = await startPrivateRedis();
@@ -158,8 +167,7 @@ export async function runStart(args: string[]): Promise<number> {
     // Without its HTTP server the node is not operable: stop what started and say why.
     await runner.stop();
     await privateRedis?.stop();
-    const why = errorMessage(err);
-    throw new LeaseholdError(ErrorCodes.invalidConfig, `cannot serve HTTP on ${config.host}:${config.port}: ${why}`);
+    throw httpProblem(config, err);
   }
   const base = `http://localhost:${http.port}`;
   const redisShown = config.redisUrl ? redactUrl(config.redisUrl) : config.redisClusterNodes ? `cluster ${config.redisClusterNodes}` : config.redisSentinels ? `sentinels ${config.redisSentinels}` : 'none (installation jobs run on this node alone)';

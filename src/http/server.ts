@@ -3,6 +3,7 @@
  * a free port; the port is logged), closed on stop.
  * @module
  */
+import { createServer } from 'node:net';
 import Fastify, { LogController, type FastifyPluginAsync } from 'fastify';
 import type { Logger } from 'pino';
 
@@ -57,4 +58,18 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   opts.logger.info({ host, port }, 'HTTP listening on port %d', port);
   return { port, url, close: () => app.close() };
+}
+
+/**
+ * Fails as the server's listen would when `port` on `host` is taken, and lets the port go
+ * again: a node checks it before it starts its jobs, so a port taken by another node does not
+ * half-start it. Port 0 (any free port) always passes.
+ */
+export async function checkPortFree(host: string, port: number): Promise<void> {
+  if (port === 0) return;
+  const probe = createServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once('error', reject);
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()));
+  });
 }
