@@ -138,4 +138,19 @@ describe('orphaned jobs and forgetting them', () => {
     const usage = await runLeasehold(['forget'], env);
     assert.equal(usage.code, 2);
   });
+
+  it('leasehold forget with no node live: a job written in the last 3 minutes is refused, saying why and until when', async () => {
+    // Every node stopped (each took its registrations with it): which jobs the code has is not
+    // known, so a job a node wrote a moment ago may be in the code of a node about to start again.
+    const none = keyNames('orphan-none');
+    const [s] = await admin.time();
+    const seenAt = new Date(Number(s) * 1000 - 30_000).toISOString();
+    await admin.sadd(none.jobs, 'recent');
+    await admin.hset(none.stats('recent'), { scope: 'installation', seenAt, runs: '5' });
+    const refused = await runLeasehold(['forget', 'recent'], { REDIS_URL: server.url, LEASEHOLD_PREFIX: 'orphan-none' });
+    assert.equal(refused.code, 1);
+    const until = new Date(Date.parse(seenAt) + 3 * 60_000).toISOString();
+    assert.equal(refused.stderr, `leasehold forget: job "recent" may still be in a node's code: no live node says which jobs it has, and a node wrote the job at ${seenAt}, less than 3 minutes ago; remove it from the code of every node first, or try again after ${until}\n`);
+    assert.equal(await admin.exists(none.stats('recent')), 1, 'nothing was removed');
+  });
 });

@@ -5,6 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { errorMessage } from '../errors.js';
+import { forgetRefusal } from '../create/command.js';
 import { commandRemote, redisFlagsHelp, REDIS_FLAGS, STATUS_CONNECT_TIMEOUT_MS, type RedisFlagValues } from './status.js';
 import type { CommandResult } from './main.js';
 import { renderHelp, type CommandHelp } from './help.js';
@@ -43,9 +44,7 @@ export async function runForget(args: string[], env: NodeJS.ProcessEnv = process
     await c.ready(STATUS_CONNECT_TIMEOUT_MS);
     const r = await c.forget(jobId);
     if (r.kind === 'unknown') return { code: 1, stdout: '', stderr: `leasehold forget: no job ${JSON.stringify(jobId)} in Redis\n` };
-    if (r.kind === 'live') {
-      return { code: 1, stdout: '', stderr: `leasehold forget: job ${JSON.stringify(jobId)} is registered by a live node (last written ${r.seenAt}); remove it from the code of every node first\n` };
-    }
+    if (r.kind === 'live') return { code: 1, stdout: '', stderr: `leasehold forget: ${forgetRefusal(jobId, r)}\n` };
     return { code: 0, stdout: `forgot job ${JSON.stringify(jobId)} (${r.keys} keys removed)\n`, stderr: '' };
   } catch (err) {
     const why = c.lastError() ?? errorMessage(err);

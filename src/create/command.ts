@@ -25,7 +25,7 @@ export { EXECUTOR_ENV_DOCS, checkTaskDefinitions, resolveExecutors, type Executo
 export { packageVersion } from '../status/index.js';
 export type { ClusterStatus, JobStatus } from '../status/model.js';
 export { DEFAULT_PAGE_SIZE, MAX_UNPAGED_JOBS, asksForPage, pageOf, parseJobsQuery, type JobsPage, type JobsQuery } from '../status/page.js';
-export type { ForgetResult } from '../status/forget.js';
+export { forgetRefusal, type ForgetResult } from '../status/forget.js';
 export type { ManageApi } from '../status/api.js';
 
 /** Options of {@link openRemote}. */

@@ -13,7 +13,7 @@ import type { Keys } from '../redis/keys.js';
 import type { ActionResult, HealthReason, HealthReport, ManageApi } from './api.js';
 import { publishControl } from './control.js';
 import { randomUUID } from 'node:crypto';
-import { forgetJob } from './forget.js';
+import { forgetJob, forgetRefusal } from './forget.js';
 import { KnownJobs } from './known.js';
 import { readCluster, readJob } from './read.js';
 import { corruptSettings, isWrongType, type RedisSettings } from './settings.js';
@@ -202,7 +202,7 @@ export function createManageApi(d: ManageApiDeps): ManageApi {
       const r = await forgetJob(redis, keys, id);
       invalidate(id);
       if (r.kind === 'unknown') return problem(404, `unknown job ${JSON.stringify(id)}`);
-      if (r.kind === 'live') return problem(409, `job ${JSON.stringify(id)} is registered by a live node (last written ${r.seenAt}); remove it from the code of every node first`);
+      if (r.kind === 'live') return problem(409, forgetRefusal(id, r));
       return result(200, { jobId: id, forgotten: true, keys: r.keys });
     },
   };

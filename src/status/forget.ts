@@ -17,8 +17,20 @@ import { readRegistered } from './registered.js';
 export type ForgetResult =
   | { readonly kind: 'forgotten'; readonly keys: number }
   | { readonly kind: 'unknown' }
-  /** A live node registers it: nothing was removed. `seenAt` is when a node last wrote it. */
-  | { readonly kind: 'live'; readonly seenAt: string };
+  /**
+   * Nothing was removed: a live node registers it (`registered`), or which jobs the live nodes
+   * have is not known (no node is live, or one of an older version is) and a node wrote it
+   * within {@link ACTIVE_WITHIN_MS}. `seenAt` is when a node last wrote it.
+   */
+  | { readonly kind: 'live'; readonly registered: boolean; readonly seenAt: string };
+
+/** Why {@link forgetJob} refused, for a person: the CLI's line and the HTTP answer's message. */
+export function forgetRefusal(jobId: string, r: Extract<ForgetResult, { kind: 'live' }>): string {
+  const job = `job ${JSON.stringify(jobId)}`;
+  if (r.registered) return `${job} is registered by a live node (last written ${r.seenAt}); remove it from the code of every node first`;
+  const until = new Date(Date.parse(r.seenAt) + ACTIVE_WITHIN_MS).toISOString();
+  return `${job} may still be in a node's code: no live node says which jobs it has, and a node wrote the job at ${r.seenAt}, less than ${ACTIVE_WITHIN_MS / 60_000} minutes ago; remove it from the code of every node first, or try again after ${until}`;
+}
 
 /** The stats hash's `seenAt`, or null when it has none or the key holds another type (it is to be removed). */
 async function seenAtOf(redis: RedisClient, key: string): Promise<string | null> {
@@ -44,7 +56,8 @@ export async function forgetJob(redis: RedisClient, keys: Keys, jobId: string): 
     const seen = seenAt === null ? NaN : Date.parse(seenAt);
     // A live node registers it; where that is not known (a node of an older version), a node wrote it lately.
     const registered = await readRegistered(redis, keys, jobId);
-    if (registered === true || (registered === undefined && Number.isFinite(seen) && nowMs - seen <= ACTIVE_WITHIN_MS)) return { kind: 'live', seenAt: seenAt ?? '' };
+    if (registered === true) return { kind: 'live', registered: true, seenAt: seenAt ?? '' };
+    if (registered === undefined && Number.isFinite(seen) && nowMs - seen <= ACTIVE_WITHIN_MS) return { kind: 'live', registered: false, seenAt: seenAt ?? '' };
     // No live node has the job, so no run of it holds its lease.
     const perJob = [keys.stats(jobId), keys.instanceStats(jobId), keys.runs(jobId), keys.state(jobId), keys.lease(jobId), keys.writers(jobId)];
     const replies = await pipelined(redis, [
