@@ -5,9 +5,9 @@
  * first one's Redis shares the work (the installation job's ticks each run once, the instance
  * job on both nodes), `leasehold status` lists both nodes, and Ctrl-C stops them.
  *
- * What the test changes, and only this: `npm install leasehold` installs the package packed from
- * this repository (`npm pack`) instead of the registry's (its dependencies come from the npm
- * cache or the registry); the HTTP ports 3000 and 3001 become free ports; the Redis URL of the
+ * What the test changes, and only this: `npm install ../leasehold/leasehold-<version>.tgz`
+ * installs the package packed from this repository (`npm pack`) into a temporary folder (its
+ * dependencies come from the npm cache or the registry); the HTTP ports 3000 and 3001 become free ports; the Redis URL of the
  * second node and of `leasehold status` is the one the first node printed, as the page says.
  * `npm run build` first.
  */
@@ -22,6 +22,7 @@ import { until } from './helpers/wait.js';
 import { ROOT } from './helpers/node.js';
 
 const page = readFileSync(join(ROOT, 'docs', 'guide', 'getting-started.md'), 'utf8');
+const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
 
 /** The page's ```sh blocks, in order, as their command lines. */
 const shell = [...page.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((m) =>
@@ -92,7 +93,7 @@ after(async () => {
 
 test('the page has the steps the test follows', () => {
   assert.deepEqual(shell, [
-    ['mkdir my-service && cd my-service', 'npm init -y', 'npm pkg set type=module', 'npm install leasehold tsx'],
+    ['mkdir my-service && cd my-service', 'npm init -y', 'npm pkg set type=module', `npm install ../leasehold/leasehold-${version}.tgz tsx`],
     ['npx leasehold start --jobs jobs.ts --private-redis'],
     ['curl -s localhost:3000/manage/jobs'],
     ['REDIS_URL=redis://127.0.0.1:42279 npx leasehold start --jobs jobs.ts --port 3001'],
@@ -110,7 +111,7 @@ test('from npm init to two nodes sharing their jobs, as the page says', { timeou
   execFileSync('sh', ['-c', mkdir], { cwd: work });
   const project = join(work, /&& cd (\S+)$/.exec(mkdir)?.[1] ?? '');
   for (const line of rest) {
-    const command = line.startsWith('npm install leasehold') ? line.replace('npm install leasehold', `npm install --prefer-offline ${tarball}`) : line;
+    const command = line.replace(/^npm install \S+\.tgz/, `npm install --prefer-offline ${tarball}`);
     execFileSync('sh', ['-c', command], { cwd: project, env: { ...process.env, ...quiet }, stdio: ['ignore', 'ignore', 'pipe'] });
   }
   const pkg = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')) as { type?: string; dependencies?: Record<string, string> };

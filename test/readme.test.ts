@@ -20,7 +20,11 @@ test('the README is at most 250 lines', () => {
 });
 
 test('it installs leasehold and shows a first job in under 20 lines, run with leasehold start', () => {
-  assert.ok(shell.includes('npm install leasehold'));
+  // Until leasehold is on the npm registry: the tarball of a clone, of this version.
+  const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+  assert.ok(shell.some((l) => l.endsWith('npm ci && npm pack')), 'it builds the tarball in a clone');
+  assert.ok(shell.some((l) => l.endsWith(`npm install ../leasehold/leasehold-${version}.tgz`)), `it installs leasehold-${version}.tgz`);
+  assert.match(readme, /`npm install leasehold`/, 'it says what installs leasehold once it is published');
   const jobs = /^```ts\n(\/\/ jobs\.ts\n[\s\S]*?)^```$/m.exec(readme)?.[1];
   assert.ok(jobs, 'a ```ts block opens with // jobs.ts');
   assert.ok(jobs.split('\n').filter((l) => l.trim() !== '').length < 20, `the first job takes ${jobs.split('\n').length} lines`);
