@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { readFileSync } from 'node:fs';
 import { Emitter } from '../src/runner/events.js';
 import type { JobView } from '../src/runner/runner.js';
 import { normalizeJob } from '../src/schedule/job.js';
@@ -314,5 +315,28 @@ describe('metrics', () => {
     assert.match(one.registry.contentType, /^text\/plain/);
     one.detach();
     two.detach();
+  });
+});
+
+describe('the metrics guide', () => {
+  it('lists every leasehold_ metric a node serves, with its type', async () => {
+    const guide = readFileSync(new URL('../docs/guide/metrics.md', import.meta.url), 'utf8');
+    const rows = new Map([...guide.matchAll(/^\| `(leasehold_\w+)` \| (\w+) \|/gm)].map((m) => [m[1] ?? '', m[2]]));
+    const m = createRunnerMetrics(fakeCore([{ id: 'a', scope: 'installation', fixedRate: '1s' }]), {
+      processMetrics: false,
+      eventStreams: () => ({ clients: 0, refused: 0, dropped: 0 }),
+      successDeadlines: async () => [],
+      executorFigures: async () => [],
+      unhandled: () => ({ rejection: 0, exception: 0 }),
+      authFailures: () => new Map(),
+      statsBatchesDropped: () => new Map(),
+    });
+    const served = (await m.registry.getMetricsAsJSON()).filter((x) => x.name.startsWith('leasehold_'));
+    assert.ok(served.length >= METRIC_NAMES.length, `${served.length} metrics served`);
+    for (const metric of served) {
+      assert.ok(rows.has(metric.name), `${metric.name} is in docs/guide/metrics.md's table`);
+      assert.equal(rows.get(metric.name), metric.type, `${metric.name}'s type`);
+    }
+    m.detach();
   });
 });
