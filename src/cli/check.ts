@@ -18,7 +18,7 @@ export const CHECK_HELP: CommandHelp = {
   summary:
     'Loads a jobs module (`.js`, `.mjs` or `.ts`; its default export is an array of jobs and instances with `@Scheduled` and `@Async` methods) and runs on every job and task the checks a node runs when it registers them (a task\'s executor must be configured: in the module\'s `executors` export, or by a catch-all entry `\'*\'`), for CI. Prints one line per problem.',
   options: [],
-  notes: ['Decorated methods are named `ClassName.method`; when two exported classes share a name, each takes the path of its module relative to the jobs module as a namespace (`billing/cleanup.ts`: `billing.cleanup.Cleanup.purge`).', 'A decorated class whose name looks minified (one or two characters) gets a warning line, which leaves the exit status alone.', 'Exit status: 0 when every job is valid; 1 when a job is invalid or the module does not load; 2 for bad usage.'],
+  notes: ['Decorated methods are named `ClassName.method`; when two exported classes share a name, each takes the path of its module relative to the jobs module as a namespace (`billing/cleanup.ts`: `billing.cleanup.Cleanup.purge`).', 'A decorated class whose name looks minified (one or two characters) gets a warning line, which leaves the exit status alone.', 'Exit status: 0 when every job is valid; 1 when a job is invalid or the module does not load; 2 for bad usage, or a package it needs that is not installed (`missingPeer`: tsx for a `.ts` module where Node does not strip types).'],
 };
 
 /** Loads the module and checks every job; exit 0 when all are valid. */
