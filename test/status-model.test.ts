@@ -48,8 +48,9 @@ describe('status model', () => {
     await job(k, 'stale', { runs: '1', succeeded: '1', lastSuccessAt: iso(now - 60_000) });
     await job(k, 'young', { createdAt: iso(now - 10_000) });
     await job(k, 'broken', { invalidCause: 'cron: field "hour": 25 is out of range', streak: '9' });
-    await job(k, 'held', { streak: '9', lastSuccessAt: iso(now - 1_000) });
-    await job(k, 'orphan', { seenAt: iso(now - 3_600_000), lastSuccessAt: iso(now - 1_000) });
+    await job(k, 'held', { streak: '9', lastSuccessAt: iso(now - 1_000), nextDueAt: iso(now - 30_000) });
+    await job(k, 'orphan', { seenAt: iso(now - 3_600_000), lastSuccessAt: iso(now - 1_000), nextDueAt: iso(now - 3_590_000) });
+    await redis.hset(k.stats('fine'), 'nextDueAt', iso(now + 5_000));
     await redis.hset(k.settings, { 'held.paused': 'TRUE', 'fine.cron': '*/5 * * * * *', 'other.paused': 'true' });
     await redis.set(k.lease('fine'), 'node-1 since 2026-03-01T10:00:00.000Z tick 2026-03-01T10:00:00.000Z token 17', 'PX', 30_000);
 
@@ -85,6 +86,10 @@ describe('status model', () => {
     assert.equal(by.get('held')?.state, 'paused', 'paused wins over a failing streak');
     assert.deepEqual(by.get('held')?.degradedReasons, []);
     assert.equal(by.get('orphan')?.active, false);
+    // No tick is due of a paused job, nor of one that left the code: the last one written has passed.
+    assert.equal(fine?.nextDueAt, iso(now + 5_000));
+    assert.equal(by.get('held')?.nextDueAt, null);
+    assert.equal(by.get('orphan')?.nextDueAt, null);
 
     // A different threshold from the same data.
     const lenient = await readCluster(redis, k, { failingStreak: 4 });

@@ -150,8 +150,9 @@ function judge(id: string, k: Omit<KnownJob, 'version' | 'status'>, invalidCause
   let reasons = orphaned ? [] : invalidCause ? [`invalid schedule: ${invalidCause}`] : paused ? [] : reasonsOf(k.health, ctx);
   const state: StatusState = orphaned ? 'orphaned' : invalidCause ? 'invalidSchedule' : paused ? 'paused' : reasons.length > 0 ? 'degraded' : 'ok';
   if (state === 'paused' || reasons.length === 0) reasons = NO_REASONS;
-  let nextDueAt = k.nextDueAt;
-  if (scope === 'instance') {
+  // No tick is due of a paused job or of one that left the code: the last one written has passed.
+  let nextDueAt = state === 'paused' || state === 'orphaned' ? null : k.nextDueAt;
+  if (scope === 'instance' && nextDueAt !== null) {
     const due = rows.filter((r) => r.live && r.nextDueAt).map((r) => r.nextDueAt as string).sort();
     if (due.length > 0) nextDueAt = due[0] ?? nextDueAt;
   }
