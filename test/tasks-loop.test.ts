@@ -31,6 +31,18 @@ test('a task runs with its payload and context; its result is the handler value'
   await r.stop();
 });
 
+test('tasks of different payload and result types register in one loop over a list, as a jobs module exports them', async () => {
+  const { r } = runner();
+  const greet = defineTask({ id: 'greet', run: (name: string) => `hello ${name}` });
+  const count = defineTask({ id: 'count', run: (p: { items: number[] }) => ({ n: p.items.length }) });
+  const tick = defineTask({ id: 'tick', run: () => undefined });
+  for (const task of [greet, count, tick]) r.addTask(task);
+  await r.start();
+  assert.equal(await (await r.submit(greet, 'world')).result(), 'hello world');
+  assert.deepEqual(await (await r.submit(count, { items: [1, 2, 3] })).result(), { n: 3 });
+  await r.stop();
+});
+
 test('a loop executor runs at most `concurrency` tasks at once, first in first out, and refuses past its queue limit', async () => {
   const { r } = runner({ executors: { io: { kind: 'loop', concurrency: 2, queueLimit: 3 } } });
   let active = 0;

@@ -212,9 +212,10 @@ export interface Runner {
   /**
    * Registers a background task on this node: it can be submitted by id, and this node runs it
    * when it comes off its queue executor's queue. Throws a LeaseholdError naming the task and
-   * the field when it is wrong.
+   * the field when it is wrong. Takes a task of any payload and result types, so that a list of
+   * tasks of different types registers in one loop.
    */
-  addTask<P, R>(task: TaskDefinition<P, R>): void;
+  addTask(task: TaskDefinition<never, unknown>): void;
   /**
    * Submits a task (its definition, or the id of one registered here) with its payload. Resolves
    * once the task is accepted (queued in memory, or persisted for a queue executor) with a
