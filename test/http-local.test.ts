@@ -24,7 +24,7 @@ test('without Redis: /metrics is served with this node\'s runs, the status route
   for (const url of ['/manage/jobs', '/manage/jobs/local-job']) {
     const res = await app.inject({ method: 'GET', url });
     assert.equal(res.statusCode, 503);
-    assert.match(res.json<{ message: string }>().message, /status is kept in Redis: configure REDIS_URL/);
+    assert.match(res.json<{ message: string }>().message, /status is kept in Redis, and this node has none: give the runner redisUrl \(REDIS_URL for leasehold start, or --private-redis\)/);
   }
   await app.close();
   await runner.stop();

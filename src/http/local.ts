@@ -37,7 +37,7 @@ export const localRoutes: FastifyPluginAsync<LocalRoutesOptions> = async (app, o
   const failures = opts.failures ?? ownFailures(app);
   const readOnly = guard((req) => access.check(authorization(req), req.headers.cookie), failures);
   const metricsOnly = guard((req) => metricsCheck(authorization(req)), failures);
-  const needRedis = { statusCode: 503, error: 'Service Unavailable', message: 'the job status is kept in Redis: configure REDIS_URL (or start with --private-redis)' };
+  const needRedis = { statusCode: 503, error: 'Service Unavailable', message: 'the job status is kept in Redis, and this node has none: give the runner redisUrl (REDIS_URL for leasehold start, or --private-redis)' };
   app.get('/health', async () => ({ status: 'ok', reasons: [], redis: 'not configured' }));
   app.get('/health/live', async () => ({ status: 'ok', reasons: [] }));
   app.get('/health/ready', async () => ({ status: 'ok', reasons: [], redis: 'not configured' }));

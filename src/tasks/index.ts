@@ -119,7 +119,7 @@ export class Tasks {
     }
     const opts = normalizeSubmit(task.id, options);
     const config = this.config(task.executor);
-    if (!this.accepting) throw new LeaseholdError(ErrorCodes.shutdown, `the runner is shutting down: task "${task.id}" not accepted by executor "${config.name}"`);
+    if (!this.accepting) throw new LeaseholdError(ErrorCodes.shutdown, `the runner is stopping or stopped: task "${task.id}" not accepted by executor "${config.name}"`);
     if (config.kind !== 'queue' && (opts.attempts !== undefined || opts.backoffMs !== undefined)) {
       throw new LeaseholdError(ErrorCodes.invalidTask, `submit "${task.id}": options "attempts" and "backoff" apply to queue executors only; executor "${config.name}" is a ${config.kind} executor`);
     }
