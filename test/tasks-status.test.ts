@@ -80,6 +80,17 @@ test('GET /manage/executors answers for the cluster from any node; leasehold sta
   assert.deepEqual(after, {}, 'a stopped node removes its row');
 });
 
+test('a queue no live node consumes still shows in the executors, with the tasks waiting on it', async () => {
+  // A web node submits to the mail queue; the nodes that send mail are all down.
+  const web = createRunner({ redisUrl: redis.url, prefix: 'unconsumed', instanceId: 'web', logger: memoryLogger('warn').logger, shutdownGrace: '200ms', executors: { mail: { kind: 'queue' } } });
+  await web.start();
+  for (const to of ['a@example.com', 'b@example.com', 'c@example.com']) await web.submit(mail, to);
+  await web.stop();
+  const status = await runStatus(['--redis-url', redis.url, '--prefix', 'unconsumed']);
+  assert.equal(status.code, 0, status.stderr);
+  assert.match(status.stdout, /mail\s+queue\s+\(cluster\)\s+0\s+0\s+3\s+0\s+0/, `the backlog of a queue without a consumer:\n${status.stdout}`);
+});
+
 test('without Redis GET /manage/executors answers with this node\'s executors', async () => {
   const r = createRunner({ logger: memoryLogger('warn').logger });
   await r.start();

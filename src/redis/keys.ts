@@ -41,6 +41,8 @@ export interface Keys {
   readonly control: string;
   /** Hash: instance id to the figures of its loop and worker executors (JSON). */
   readonly executors: string;
+  /** Set: the names of the queue executors that nodes have submitted tasks to. */
+  readonly queues: string;
   /**
    * The base of a queue executor's BullMQ keys, `<prefix>:tasks:{<executor>}`: BullMQ's prefix
    * (`<prefix>:tasks`, {@link Keys.taskPrefix}) and the queue's name, a hash tag.
@@ -79,6 +81,7 @@ export const KEY_TABLE: readonly KeyDescription[] = [
   { pattern: '<prefix>:instance:<id>', type: 'hash', purpose: 'one instance: `id`, `host`, `pid`, `version`, `startedAt`, `lastSeenAt`, `jobs`; TTL 15 s, refreshed every 5 s, so it expires when the node dies' },
   { pattern: '<prefix>:control', type: 'channel', purpose: 'pub/sub channel: `{"type":"settings"}` after a settings change, `{"type":"run","jobId":...}` to run a job now (an instance job on every node, an installation job once), `{"type":"cancel","jobId":...}` to cancel the job\'s run in progress wherever it runs, `{"type":"left","instanceId":...}` from a node that stopped and `{"type":"joined","instanceId":...}` from a node that wrote its first heartbeat, so the others rank the ticks over the live nodes at once' },
   { pattern: '<prefix>:executors', type: 'hash', purpose: 'instance id -> JSON `{at, executors: [...]}`: the figures of its loop and worker executors, written every 5 s once it has used one; rows older than 15 s are ignored and removed, and a stopped node removes its own' },
+  { pattern: '<prefix>:queues', type: 'set', purpose: 'the names of the queue executors that nodes have submitted tasks to (each node adds its executor\'s name at its first submit), so that a queue holding tasks shows in the executors view while no live node consumes it' },
   { pattern: '<prefix>:tasks:{<executor>}:*', type: 'hash', purpose: 'a queue executor\'s BullMQ queue (waiting, active, delayed, completed and failed tasks, their data and results), laid out by BullMQ; the hash tag keeps one queue in one Redis Cluster slot' },
 ];
 
@@ -126,6 +129,7 @@ export function keys(prefix: string = DEFAULT_PREFIX): Keys {
     },
     control: `${prefix}:control`,
     executors: `${prefix}:executors`,
+    queues: `${prefix}:queues`,
     taskQueue: (executor) => {
       checkPart('executor name', executor);
       return `${prefix}:tasks:{${executor}}`;

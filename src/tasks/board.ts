@@ -7,6 +7,7 @@
 import { every, waitAtMost, type Repeating, type Timers } from '../clock.js';
 import type { Logger } from '../logger.js';
 import { errorMessage } from '../errors.js';
+import { keys } from '../redis/keys.js';
 import { whenReady, type RedisClient } from '../redis/connection.js';
 import type { ExecutorStats } from './executor.js';
 
@@ -118,10 +119,17 @@ export async function mergeQueues(redis: RedisClient, prefix: string, rows: Exec
   const out: ExecutorStats[] = rows.filter((r) => r.kind !== 'queue');
   const byName = new Map<string, ExecutorStats[]>();
   for (const r of rows) if (r.kind === 'queue') byName.set(r.name, [...(byName.get(r.name) ?? []), r]);
+  // The queues that nodes submitted to and no live node has a row for (none consumes them, or
+  // none is up): shown while they hold tasks, at concurrency 0.
+  const setKey = keys(prefix).queues;
+  const unconsumed = (await redis.smembers(setKey).catch((err: unknown) => void onCountsError(setKey, err))) ?? [];
+  for (const name of unconsumed) if (!byName.has(name)) byName.set(name, []);
   for (const [name, list] of byName) {
-    // BullMQ is loaded only where a queue executor is configured.
-    const { queueCounts } = await import('./queue.js');
-    const counts = await queueCounts(redis, prefix, name).catch((err: unknown) => void onCountsError(name, err));
+    // BullMQ (an optional peer) is loaded only when there is a queue to read.
+    const counts = await import('./queue.js')
+      .then(({ queueCounts }) => queueCounts(redis, prefix, name))
+      .catch((err: unknown) => void onCountsError(name, err));
+    if (list.length === 0 && (counts === undefined || counts.active + counts.queued + counts.succeeded + counts.failed === 0)) continue;
     const sum = (f: 'timedOut' | 'cancelled' | 'interrupted'): number => list.reduce((n, r) => n + r[f], 0);
     const first = list[0];
     out.push({

@@ -94,9 +94,20 @@ class QueueExecutor implements TaskExecutor {
   }
 
   private getQueue(): Queue {
-    this.queue ??= new Queue(this.queueName, { connection: this.connection(), prefix: queuePrefix(this.prefix) });
+    if (this.queue) return this.queue;
+    const connection = this.connection();
+    this.queue = new Queue(this.queueName, { connection, prefix: queuePrefix(this.prefix) });
+    this.noteQueue = () => {
+      // Named (once) where the executors view finds it while no live node consumes the queue.
+      this.noteQueue = undefined;
+      const { name } = this.config;
+      connection.sadd(keys(this.prefix).queues, name).catch((err: unknown) => this.host.logger.debug({ error: errorMessage(err), executor: name }, 'noting queue "%s" for the executors view failed; it shows there while a node consumes it', name));
+    };
     return this.queue;
   }
+
+  /** Set with the queue, until the first task is on it. */
+  private noteQueue: (() => void) | undefined;
 
   /** Starts taking tasks off the queue on this node (once). */
   consume(): void {
@@ -138,6 +149,7 @@ class QueueExecutor implements TaskExecutor {
       .catch((err: unknown) => {
         throw new LeaseholdError(ErrorCodes.redisError, `task "${task.id}" on queue executor "${config.name}" not accepted: ${errorMessage(err)}`, { cause: err });
       });
+    this.noteQueue?.();
     const id = job.id ?? '';
     return { id, result: () => this.result(job) };
   }
