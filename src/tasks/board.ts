@@ -8,6 +8,7 @@ import { every, waitAtMost, type Repeating, type Timers } from '../clock.js';
 import type { Logger } from '../logger.js';
 import { errorMessage } from '../errors.js';
 import { keys } from '../redis/keys.js';
+import { importPeer } from '../peer.js';
 import { whenReady, type RedisClient } from '../redis/connection.js';
 import type { ExecutorStats } from './executor.js';
 
@@ -125,8 +126,9 @@ export async function mergeQueues(redis: RedisClient, prefix: string, rows: Exec
   const unconsumed = (await redis.smembers(setKey).catch((err: unknown) => void onCountsError(setKey, err))) ?? [];
   for (const name of unconsumed) if (!byName.has(name)) byName.set(name, []);
   for (const [name, list] of byName) {
-    // BullMQ (an optional peer) is loaded only when there is a queue to read.
-    const counts = await import('./queue.js')
+    // BullMQ (an optional peer) is loaded only when there is a queue to read; without it the
+    // counts are unreadable, said with the package to install.
+    const counts = await importPeer('bullmq', 'the counts of queue executors', () => import('./queue-counts.js'))
       .then(({ queueCounts }) => queueCounts(redis, prefix, name))
       .catch((err: unknown) => void onCountsError(name, err));
     if (list.length === 0 && (counts === undefined || counts.active + counts.queued + counts.succeeded + counts.failed === 0)) continue;

@@ -7,8 +7,8 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import { Job, Queue, QueueEvents, UnrecoverableError, WaitingError, Worker } from 'bullmq';
-import { sleep, waitAtMost } from '../clock.js';
+import { Queue, UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
+import { waitAtMost } from '../clock.js';
 import { ErrorCodes, LeaseholdError, errorMessage, leaseholdError } from '../errors.js';
 import type { RedisClient } from '../redis/connection.js';
 import { keys } from '../redis/keys.js';
@@ -18,10 +18,9 @@ import { TaskAttempt, type AttemptResult } from './execution.js';
 import { Counters, type ExecutorStats, type TaskExecutor } from './executor.js';
 import type { ExecutorHost } from './local.js';
 import { withTaskHook, type TaskOrigin } from './hooks.js';
+import { countsOf, queuePrefix } from './queue-counts.js';
+import { ResultWaits } from './queue-results.js';
 import type { NormalizedSubmit, NormalizedTask, TaskHandle } from './task.js';
-
-/** How often a result still awaited is read off the queue, besides the queue's events, ms. */
-const RESULT_READ_MS = 10_000;
 
 /**
  * Makes a connection (a `queue` one) for the BullMQ objects of the executor `executor`; the
@@ -39,22 +38,6 @@ interface QueuedData {
   readonly c?: TaskOrigin;
 }
 
-/** The BullMQ prefix of a runner's queues: `<prefix>:tasks` (each queue's name is `{<executor>}`, a hash tag; see `keys.ts`). */
-function queuePrefix(prefix: string): string {
-  return keys(prefix).taskPrefix;
-}
-
-/** A queue's counts, read through BullMQ on an existing connection (which it leaves open). */
-export async function queueCounts(redis: RedisClient, prefix: string, name: string): Promise<{ active: number; queued: number; succeeded: number; failed: number }> {
-  const queue = new Queue(`{${name}}`, { connection: redis, prefix: queuePrefix(prefix) });
-  try {
-    const c = await queue.getJobCounts('active', 'waiting', 'delayed', 'prioritized', 'completed', 'failed');
-    return { active: c['active'] ?? 0, queued: (c['waiting'] ?? 0) + (c['delayed'] ?? 0) + (c['prioritized'] ?? 0), succeeded: c['completed'] ?? 0, failed: c['failed'] ?? 0 };
-  } finally {
-    await queue.close();
-  }
-}
-
 /** Makes queue executors on the runner's Redis, with connections of their own. */
 export function queueExecutor(connect: QueueConnect, prefix: string): QueueFactory {
   return (config, host, lookup) => new QueueExecutor(config, host, lookup, connect, prefix);
@@ -64,11 +47,9 @@ export function queueExecutor(connect: QueueConnect, prefix: string): QueueFacto
 class QueueExecutor implements TaskExecutor {
   private queue: Queue | undefined;
   private worker: Worker | undefined;
-  private events: QueueEvents | undefined;
   private readonly connections: RedisClient[] = [];
   private readonly running = new Map<string, { attempt: TaskAttempt; job: Job; token: string | undefined }>();
-  /** How to end each result still awaited, at stop. */
-  private readonly waiting = new Set<(err: Error) => void>();
+  private readonly results: ResultWaits;
   private readonly counters = new Counters();
   private accepting = true;
   private readonly queueName: string;
@@ -81,6 +62,16 @@ class QueueExecutor implements TaskExecutor {
     private readonly prefix: string,
   ) {
     this.queueName = `{${config.name}}`;
+    this.results = new ResultWaits({
+      executor: config.name,
+      queueName: this.queueName,
+      prefix,
+      clock: host.clock,
+      logger: host.logger,
+      queue: () => this.getQueue(),
+      connection: () => this.connection(),
+      accepting: () => this.accepting,
+    });
   }
 
   get name(): string {
@@ -151,44 +142,7 @@ class QueueExecutor implements TaskExecutor {
       });
     this.noteQueue?.();
     const id = job.id ?? '';
-    return { id, result: () => this.result(job) };
-  }
-
-  /**
-   * Waits for a task to finish, on any node: told by the queue's events, and read off the queue
-   * every ten seconds besides, so that an event missed (seen on a loaded machine after a node
-   * died mid-task) cannot leave a caller waiting for good.
-   */
-  private result(job: Job): Promise<never> {
-    this.events ??= new QueueEvents(this.queueName, { connection: this.connection(), prefix: queuePrefix(this.prefix) });
-    const events = this.events;
-    const told = events.waitUntilReady().then(() => job.waitUntilFinished(events));
-    let settled = false;
-    const read = this.readResult(job.id ?? '', () => settled);
-    let stop: ((err: Error) => void) | undefined;
-    const stopped = new Promise<never>((_, reject) => (stop = reject));
-    if (stop) this.waiting.add(stop);
-    return Promise.race([told, read, stopped]).finally(() => {
-      settled = true;
-      if (stop) this.waiting.delete(stop);
-    }) as Promise<never>;
-  }
-
-  /** Reads a task's outcome off the queue every ten seconds until it is finished, or `done()`. */
-  private async readResult(id: string, done: () => boolean): Promise<unknown> {
-    for (;;) {
-      await sleep(this.host.clock, RESULT_READ_MS);
-      if (done() || !this.accepting) return new Promise<never>(() => undefined);
-      const found = await Job.fromId(this.getQueue(), id).catch((err: unknown) => void this.readFailed(id, err));
-      const state = await found?.getState().catch((err: unknown) => void this.readFailed(id, err));
-      if (state === 'completed') return found?.returnvalue;
-      if (state === 'failed') throw new Error(found?.failedReason ?? 'failed');
-    }
-  }
-
-  /** A read of a task's outcome failed: the next read (or the queue's event) tells it. */
-  private readFailed(id: string, err: unknown): void {
-    this.host.logger.debug({ error: errorMessage(err), executor: this.config.name, taskId: id }, 'reading the outcome of task %s off the queue failed; read again in %d s', id, RESULT_READ_MS / 1000);
+    return { id, result: () => this.results.wait(job) };
   }
 
   /** Runs one task off the queue. */
@@ -263,17 +217,15 @@ class QueueExecutor implements TaskExecutor {
   async stats(): Promise<ExecutorStats> {
     const { config } = this;
     const local = this.counters.snapshot();
-    const counts = await this.getQueue()
-      .getJobCounts('active', 'waiting', 'delayed', 'prioritized', 'completed', 'failed')
-      .catch((err: unknown) => void this.host.logger.debug({ error: errorMessage(err), executor: config.name }, 'reading the counts of queue "%s" failed; this node\'s own are shown', config.name));
+    const counts = await countsOf(this.getQueue()).catch((err: unknown) => void this.host.logger.debug({ error: errorMessage(err), executor: config.name }, 'reading the counts of queue "%s" failed; this node\'s own are shown', config.name));
     return {
       name: config.name,
       kind: config.kind,
       concurrency: config.concurrency,
-      active: counts?.['active'] ?? this.running.size,
-      queued: (counts?.['waiting'] ?? 0) + (counts?.['delayed'] ?? 0) + (counts?.['prioritized'] ?? 0),
-      succeeded: counts?.['completed'] ?? local.succeeded,
-      failed: counts?.['failed'] ?? local.failed,
+      active: counts?.active ?? this.running.size,
+      queued: counts?.queued ?? 0,
+      succeeded: counts?.succeeded ?? local.succeeded,
+      failed: counts?.failed ?? local.failed,
       timedOut: local.timedOut,
       cancelled: local.cancelled,
       interrupted: local.interrupted,
@@ -295,9 +247,9 @@ class QueueExecutor implements TaskExecutor {
     for (const run of left) run.attempt.abort(ErrorCodes.shutdown, `task "${run.job.name}" (${run.job.id ?? ''}) interrupted by the shutdown; it goes back to the queue`);
     await waitAtMost(clock, closing, 2_000);
     // Bounded: with Redis away, a close or a QUIT would wait for it (these connections queue).
-    await waitAtMost(clock, Promise.allSettled([this.events?.close(), this.queue?.close()]), 2_000);
+    await waitAtMost(clock, Promise.allSettled([this.results.closeEvents(), this.queue?.close()]), 2_000);
     // A result still awaited here would never come: its events and reads end with the executor.
-    for (const stop of this.waiting) stop(new LeaseholdError(ErrorCodes.shutdown, `executor "${this.config.name}" stopped before the task's result came; it stays on the queue and its result can be read again by id`));
+    this.results.stop(new LeaseholdError(ErrorCodes.shutdown, `executor "${this.config.name}" stopped before the task's result came; it stays on the queue and its result can be read again by id`));
     await waitAtMost(clock, Promise.allSettled(this.connections.map((c) => c.quit())), 1_000);
     for (const c of this.connections) c.disconnect();
     return left.length;
