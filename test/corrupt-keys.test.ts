@@ -93,8 +93,8 @@ describe('a key of the wrong type', { concurrency: true }, () => {
         const damaged = ['a', 'ia'].map((job) => (KEYS[which] as (k: Keys, job: string) => string)(k, job));
         for (const key of damaged) {
           // A string where a hash or list is kept; a hash where the lease (a string) is kept.
-          await cli.del(key);
-          if (which === 'lease') await cli.hset(key, 'x', '1');
+          // In one transaction: between a DEL and a write the node may claim the lease again.
+          if (which === 'lease') await cli.multi().del(key).hset(key, 'x', '1').exec();
           else await cli.set(key, 'garbage');
         }
         const since = node.ended.length;
