@@ -30,7 +30,8 @@ export interface RecordBatch {
  * A run whose record may duplicate a claim's `lost` record, as a batch of its own: its lease was
  * lost while it ran or not released at its end (it has its fencing `token`), or its claim got no
  * answer (Redis may have granted it: it has the `tick` and `holder` instead). Counted once per
- * run (see `record.lua`).
+ * run, and a schedule's tick whose claims got no answer once however many nodes tried it (see
+ * `record.lua`).
  */
 export interface LeaseLostRun {
   /** Its fencing token, if it ran. */
@@ -39,6 +40,8 @@ export interface LeaseLostRun {
   tick?: number;
   /** The node whose claim got no answer. */
   holder?: string;
+  /** True for an operator's run now, whose tick is the moment asked, not one of the schedule's. */
+  manual?: boolean;
   incr?: Record<string, number>;
   last?: Record<string, string>;
   fails?: number;

@@ -172,7 +172,7 @@ export class JobBatch {
       const one = new JobBatch(false, 1);
       one.addRun({ ...e, leaseLost: false });
       const { incr, last, fails, runs } = one.toRecord('');
-      const which = e.fencingToken !== undefined ? { token: e.fencingToken } : { tick: e.scheduledAt, holder: e.instanceId };
+      const which = e.fencingToken !== undefined ? { token: e.fencingToken } : { tick: e.scheduledAt, holder: e.instanceId, ...(e.manual ? { manual: true } : {}) };
       this.leaseLost.push({ ...which, ...(incr ? { incr } : {}), ...(last ? { last } : {}), ...(fails ? { fails } : {}), ...(runs ? { runs } : {}) });
       if (this.leaseLost.length > this.runsCap) this.leaseLost.splice(0, this.leaseLost.length - this.runsCap);
       return;

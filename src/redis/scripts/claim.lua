@@ -23,7 +23,11 @@
                               gave up on (no answer came) and recorded failed
                               (record.lua): a claim of it that Redis reaches
                               only now is answered 'done'; the holder's next
-                              claim won removes the field
+                              claim won removes the field,
+                              refused = the ticks whose claims came stale and
+                              marked them handled, `<holder>:<tick>`, space-
+                              separated, until their claimants' records count
+                              them (record.lua)
     KEYS[4i-1] stats  hash    the job's counters: `skipped` and `skippedClaimed`
                               grow by one for a counted 'done'; `runs`, `lost`
                               and `streak` by one for a lost run; `version` by
@@ -76,7 +80,10 @@
     {'stale', serverNowMs, answerBy}
                               server time is past answerBy: nothing granted, no
                               token minted; the tick is marked handled (not for
-                              'manual'), as its claimant records it failed
+                              'manual'), as its claimant records it failed, and
+                              when this claim marked it, `<holder>:<tick>` joins
+                              the state's `refused` (at most REFUSED_KEPT): that
+                              record counts the tick (record.lua)
     {'done', lastTick, counted}
                               this tick, or a later one, was already claimed;
                               counted 1 when counted as a claimed skip (asked
@@ -138,6 +145,9 @@ end
 -- How many tokens recorded lost the state keeps: a node's record of one of them arrives at its
 -- next flush, long before this many more runs of the job are found lost.
 local LOST_KEPT = 16
+-- How many stale claims the state keeps until their claimants' records count them: a stall of
+-- Redis delivers every claim it held back at once, one a tick.
+local REFUSED_KEPT = 100
 
 local time = redis.call('TIME')
 local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -258,18 +268,27 @@ local function claim(leaseKey, stateKey, statsKey, runsKey, job)
   -- this read, the stats hash by its first increment, the lease by its read when SET NX finds
   -- it taken. A key of the wrong type answers 'corrupt' with nothing of the job changed.
   local gaveUpField = 'gaveUp.' .. job.holder
-  local state = try('HMGET', stateKey, 'tick', 'due', 'manual', 'manualAt', 'fence', 'run', 'lost', gaveUpField)
+  local state = try('HMGET', stateKey, 'tick', 'due', 'manual', 'manualAt', 'fence', 'run', 'lost', gaveUpField, 'refused')
   if not state then
     return corrupt(stateKey, 'hash')
   end
   local lastTick = tonumber(state[1])
   -- A claim its claimant no longer waits for (too late for its answer time, or given up and
   -- recorded failed: see the header) is never granted. Its tick is handled all the same: it is
-  -- not missed, as its claimant's record says it failed.
+  -- not missed, as its claimant's record says it failed. A stale claim that marks the tick
+  -- notes `<holder>:<tick>` in `refused`, so that this record, and only it, counts the tick.
   local stale = job.answerBy and nowMs > job.answerBy
   if stale or (mode ~= 'pause' and tonumber(state[8]) == tick) then
     if mode ~= 'manual' and (not lastTick or lastTick < tick) then
-      redis.call('HSET', stateKey, 'tick', string.format('%d', tick))
+      local fields = {'tick', string.format('%d', tick)}
+      if stale then
+        local kept = {}
+        for t in string.gmatch(state[9] or '', '%S+') do kept[#kept + 1] = t end
+        kept[#kept + 1] = job.holder .. ':' .. string.format('%d', tick)
+        while #kept > REFUSED_KEPT do table.remove(kept, 1) end
+        fields[3], fields[4] = 'refused', table.concat(kept, ' ')
+      end
+      redis.call('HSET', stateKey, unpack(fields))
     end
     if stale then return {'stale', nowMs, job.answerBy} end
     return {'done', lastTick or -1, 0}

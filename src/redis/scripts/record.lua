@@ -44,11 +44,18 @@
                          leaseLost array    runs a claim may have recorded lost: their lease
                                             was lost as they ran or not released, each
                                             { token, incr, last, fails, runs }, or their
-                                            claim got no answer, { tick, holder, incr, ... }.
-                                            One counts unless a claim recorded its token (or
-                                            tick) lost (the state's `lost`), and clears the
-                                            running marker when it is that run: one record
-                                            per token, and per tick. When the marker is of a
+                                            claim got no answer, { tick, holder, manual,
+                                            incr, ... }. One counts unless a claim recorded
+                                            its token (or tick) lost (the state's `lost`), and
+                                            clears the running marker when it is that run:
+                                            one record per token, and per tick. A schedule's
+                                            tick (manual not true) whose claim got no answer
+                                            counts only if Redis granted that claim, if that
+                                            claim came stale and marked the tick (the state's
+                                            `refused`), or if the state's `tick` is before it
+                                            (then moved to it), so once however many nodes
+                                            tried it, and never also as missed. When the
+                                            marker is of a
                                             claim whose node gave up on it, Redis granted
                                             that claim and no run holds its lease: the lease
                                             is deleted too, if it is still that claim's, so
@@ -274,19 +281,32 @@ end
 
 -- Adds to `batch` the runs of `leaseLost` that no claim recorded lost: neither their token nor,
 -- for a claim that got no answer, their tick is in the state's `lost` list (see claim.lua).
+-- A claim of a schedule's tick that got no answer counts once per tick, not once per node
+-- that tried (the first claimer and its backup both fail while Redis is away): as a failed run
+-- when Redis granted it (the running marker is its own), when it reached Redis stale and marked
+-- the tick (its `<holder>:<tick>` in the state's `refused`, then removed), or when no claim of
+-- that tick or a later one was made (the state's `tick` is then moved to it, so that neither another node's
+-- record of the same tick nor the next claim's missed ticks count it again); not at all when
+-- the tick was claimed (another node ran it) or counted missed by a later claim already.
 -- Returns the fields to set in the state hash (nothing is written here): `run` cleared when
 -- the running marker is one of them (the run is recorded here, so no later claim finds it
--- lost), and `gaveUp.<holder>` for a claim that got no answer, so Redis never grants it if it
--- reaches Redis only now. Returns second the value's ending and start of a lease that no run
--- holds, to delete: the marker was of a claim that got no answer, so Redis granted it after
--- all. A state key of another type (damaged) holds no marker and no lost run, and no claim
--- can record one while it is damaged: the runs count, and it is left alone.
+-- lost), `gaveUp.<holder>` for a claim that got no answer and counts, so Redis never grants it
+-- if it reaches Redis only now, `tick` when moved, and `refused` without the ticks counted. Returns second the value's ending and
+-- start of a lease that no run holds, to delete: the marker was of a claim that got no answer,
+-- so Redis granted it after all. A state key of another type (damaged) holds no marker and no
+-- lost run, and no claim can record one while it is damaged: the runs count, and it is left
+-- alone.
 local function admitLeaseLost(stateKey, batch)
   if type(batch.leaseLost) ~= 'table' or #batch.leaseLost == 0 then return {} end
-  local state = checked('HMGET', stateKey, 'run', 'lost')
+  local state = checked('HMGET', stateKey, 'run', 'lost', 'tick', 'refused')
   local damaged = not state
   state = state or {}
   local runToken, runTick, runHolder = string.match(state[1] or '', '^(%d+) (%-?%d+) %d+ [01] (.*)$')
+  local lastTick = tonumber(state[3])
+  local movedTick = nil
+  -- The ticks that stale claims marked handled, each counted by its own claimant's record.
+  local refused, refusedCounted = {}, false
+  for t in string.gmatch(state[4] or '', '%S+') do refused[t] = true end
   local lostTokens, lostTicks = {}, {}
   for token, tick in string.gmatch(state[2] or '', '(%d+):(%-?%d+)') do
     lostTokens[tonumber(token)] = true
@@ -299,6 +319,19 @@ local function admitLeaseLost(stateKey, batch)
   for _, e in ipairs(batch.leaseLost) do
     local token = type(e) == 'table' and tonumber(e.token)
     local tick = type(e) == 'table' and not token and tonumber(e.tick)
+    local granted = tick and tick == tonumber(runTick) and e.holder == runHolder
+    local mine = tick and type(e.holder) == 'string' and e.holder .. ':' .. string.format('%d', tick)
+    if mine and refused[mine] then
+      refused[mine] = nil
+      refusedCounted = true
+    elseif tick and not lostTicks[tick] and not granted and e.manual ~= true then
+      if lastTick and lastTick >= tick then
+        tick = nil -- claimed, or counted already: not a run of this batch
+      else
+        lastTick = tick
+        movedTick = tick
+      end
+    end
     if (token and not lostTokens[token]) or (tick and not lostTicks[tick]) then
       batch.incr = list(batch.incr)
       for f, n in pairs(list(e.incr)) do batch.incr[f] = (tonumber(batch.incr[f]) or 0) + n end
@@ -308,7 +341,7 @@ local function admitLeaseLost(stateKey, batch)
       batch.runs = list(batch.runs)
       for _, r in ipairs(list(e.runs)) do batch.runs[#batch.runs + 1] = r end
       if token and token == tonumber(runToken) then clear = true end
-      if tick and tick == tonumber(runTick) and e.holder == runHolder then
+      if granted then
         clear = true
         orphan = { ending = ' token ' .. runToken, start = runHolder .. ' since ' }
       end
@@ -321,6 +354,18 @@ local function admitLeaseLost(stateKey, batch)
   if clear then
     writes[#writes + 1] = 'run'
     writes[#writes + 1] = ''
+  end
+  if movedTick then
+    writes[#writes + 1] = 'tick'
+    writes[#writes + 1] = string.format('%d', movedTick)
+  end
+  if refusedCounted then
+    local refusedLeft = {}
+    for t in string.gmatch(state[4] or '', '%S+') do
+      if refused[t] then refusedLeft[#refusedLeft + 1] = t end
+    end
+    writes[#writes + 1] = 'refused'
+    writes[#writes + 1] = table.concat(refusedLeft, ' ')
   end
   if damaged then return {} end
   return writes, orphan
