@@ -25,6 +25,7 @@ import { Scheduler } from '../src/runner/runner.js';
 import { readDuration } from '../src/schedule/duration.js';
 import type { JobStatus } from '../src/status/model.js';
 import { memoryLogger } from './helpers/log.js';
+import { until } from './helpers/wait.js';
 import { spawnLeasehold } from './helpers/node.js';
 import { freePort, startRedis, type TestRedis } from './helpers/redis.js';
 
@@ -185,6 +186,19 @@ describe('the settings hash under random values, in process', () => {
     const elapsed = Date.now() - started;
     const ran = (runs.get('steady') ?? 0) - steadyBefore;
     assert.ok(ran >= Math.floor(elapsed / 200), `steady ran ${ran} times in ${elapsed} ms of fuzz`);
+  });
+
+  test('a control message leasehold does not send is said at warn, naming the channel and the form, at most once a minute, and changes nothing', async () => {
+    const said = () => log.lines.filter((l) => Number(l['level']) >= 40 && /control message/.test(String(l['msg'])));
+    const before = said().length;
+    for (const text of ['garbage', '{"type":"explode"}', '{"type":"run","jobId":""}', '{"type":"run","jobId":"nope"}']) await admin.publish(`${prefix}:control`, text);
+    await until('the warning', () => said().length > before, 3_000);
+    await sleep(200);
+    const lines = said().slice(before);
+    assert.equal(lines.length, 1, JSON.stringify(lines));
+    assert.match(String(lines[0]?.['msg']), /fuzz-settings:control/);
+    assert.match(String(lines[0]?.['msg']), /\{"type":"run","jobId":"<id>"\}/);
+    assert.equal(stateOf('steady'), 'ok');
   });
 
   test('the status in Redis shows a bad schedule with its cause, and the untouched job keeps being counted', async () => {

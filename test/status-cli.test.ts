@@ -75,6 +75,14 @@ describe('leasehold status', () => {
     assert.match(renderStatus({ generatedAt: '', jobs: [], instances: [], problems: [] }), /no jobs registered\n\nno live instances/);
   });
 
+  it('a prefix with nothing under it says so on stderr, naming the prefix and where to look; the one in use says nothing', async () => {
+    const wrong = await runStatus([], { REDIS_URL: server.url, LEASEHOLD_PREFIX: 'not-this-one' });
+    assert.equal(wrong.code, 0);
+    assert.match(wrong.stdout, /no jobs registered/);
+    assert.match(wrong.stderr, /nothing under the prefix "not-this-one" at redis:\/\/127\.0\.0\.1:\d+.*--prefix, LEASEHOLD_PREFIX/);
+    assert.equal((await runStatus([], env)).stderr, '');
+  });
+
   it('bad usage exits 2; an unreachable Redis exits 1 without showing the password', async () => {
     assert.equal((await runStatus([], {})).code, 2);
     assert.match((await runStatus([], {})).stderr, /REDIS_URL/);

@@ -205,6 +205,9 @@ export async function runStatus(args: string[], env: NodeJS.ProcessEnv = process
     let notes = '';
     const executors = await c.executors((queue, err) => (notes += `leasehold status: the counts of queue "${queue}" could not be read (${errorMessage(err)}); shown as 0\n`));
     const jobs = shown && page ? renderPage(shown, page) : renderStatus(status);
+    if (status.jobs.length === 0 && status.instances.length === 0 && executors.length === 0) {
+      notes += `leasehold status: nothing under the prefix "${c.prefix}" at ${c.where}: do the nodes use another prefix (--prefix, LEASEHOLD_PREFIX) or another Redis?\n`;
+    }
     return { code: 0, stdout: `${jobs}\n${renderExecutors(executors)}`, stderr: notes };
   } catch (err) {
     const why = c.lastError() ?? errorMessage(err);

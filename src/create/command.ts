@@ -42,6 +42,8 @@ export interface RemoteOptions {
 export interface RemoteStatus {
   /** Where Redis is, for messages (no password). */
   readonly where: string;
+  /** The key prefix read. */
+  readonly prefix: string;
   /** Resolves once Redis answers; rejects after `waitMs`. */
   ready(waitMs: number): Promise<void>;
   /** The last connection error, for the message when Redis is unreachable. */
@@ -72,6 +74,7 @@ export function openRemote(opts: RemoteOptions): RemoteStatus {
   const redis = connections.open('command');
   return {
     where: describeTarget(opts.target),
+    prefix: opts.prefix,
     ready: (waitMs) => whenReady(redis, waitMs, clock),
     lastError: () => connections.lastError(),
     status: () => readCluster(redis, keys),

@@ -15,6 +15,7 @@
  * @module
  */
 import { Cluster, type Redis } from 'ioredis';
+import type { Timers } from '../clock.js';
 import type { Logger } from '../logger.js';
 import type { RedisClient } from '../redis/connection.js';
 import { errorMessage } from '../errors.js';
@@ -54,6 +55,9 @@ export async function publishControl(redis: RedisClient, channel: string, messag
   return redis.publish(channel, JSON.stringify(message));
 }
 
+/** How often a node says that it ignored control messages it cannot read, at most. */
+const UNKNOWN_WARN_MS = 60_000;
+
 /** The channel on which Redis tells a tracking connection that a key it watches changed. */
 const INVALIDATE_CHANNEL = '__redis__:invalidate';
 
@@ -75,6 +79,8 @@ export interface SubscribeControlOptions {
   /** `<prefix>:control`. */
   readonly channel: string;
   readonly logger: Logger;
+  /** Its monotonic time paces the warning about messages it cannot read. */
+  readonly clock: Pick<Timers, 'monotonic'>;
   readonly onMessage: (m: ControlMessage) => void;
   /** Watch the settings hash through Redis's client-side caching (one server or Sentinel). */
   readonly watch?: SettingsWatch;
@@ -91,7 +97,9 @@ export interface SubscribeControlOptions {
  * and tried again on the next connection).
  */
 export function subscribeControl(sub: RedisClient, opts: SubscribeControlOptions): Promise<void> {
-  const { channel, logger, onMessage, watch } = opts;
+  const { channel, logger, clock, onMessage, watch } = opts;
+  // An operator's PUBLISH with a typo would otherwise change nothing, and say nothing.
+  let warnedAt = -Infinity;
   sub.on('message', (ch: string, text: string) => {
     if (ch === INVALIDATE_CHANNEL) {
       watch?.onChange();
@@ -100,7 +108,11 @@ export function subscribeControl(sub: RedisClient, opts: SubscribeControlOptions
     if (ch !== channel) return;
     const m = parseControl(text);
     if (!m) {
-      logger.debug({ channel }, 'ignoring a control message that is not leasehold\'s');
+      const now = clock.monotonic();
+      if (now - warnedAt >= UNKNOWN_WARN_MS) {
+        warnedAt = now;
+        logger.warn({ channel, length: text.length }, 'ignoring a control message on %s that is not one leasehold sends (said at most once a minute): a message is JSON, such as {"type":"run","jobId":"<id>"}, {"type":"cancel","jobId":"<id>"} or {"type":"settings"}', channel);
+      }
       return;
     }
     try {

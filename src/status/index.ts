@@ -225,6 +225,7 @@ export function createStatusLayer(opts: StatusLayerOptions): StatusLayer {
       const subscribed = subscribeControl(sub, {
         channel: keys.control,
         logger,
+        clock,
         onMessage: (m) => {
           if (m.type === 'settings') void settings.load();
           else if (m.type === 'cancel') onCancel(m.jobId, m.requestId);

@@ -70,6 +70,7 @@ export function remoteManageApi(opts: RemoteManageApiOptions): RemoteManageApi {
       await subscribeControl(sub, {
         channel: keys.control,
         logger,
+        clock,
         onMessage: (m) => {
           if (m.type === 'cancelled') cancels.answer(m.requestId, m.instanceId);
         },
