@@ -45,7 +45,7 @@ describe('redis keys', () => {
     const sample = [
       built.lease('J'), built.state('J'), built.stats('J'), built.instanceStats('J'),
       built.runs('J'), built.writers('J'), built.settings, built.jobs, built.instances, built.nodes,
-      built.instance('I'), built.registered('D'), built.control, built.executors, built.queues, `${built.taskQueue('E')}:*`,
+      built.instance('I'), built.registered('D'), built.control, built.epoch, built.executors, built.queues, `${built.taskQueue('E')}:*`,
     ].map((key) => key.replace('_prefix_', '<prefix>').replace('{J}', '{<jobId>}').replace('{E}', '{<executor>}').replace(/:I$/, ':<id>').replace(/:D$/, ':<digest>'));
     assert.deepEqual([...sample].sort(), KEY_TABLE.map((row) => row.pattern).sort());
     for (const row of KEY_TABLE) assert.ok(row.purpose.length > 0, row.pattern);

@@ -78,3 +78,32 @@ test('a Redis that refuses writes (NOREPLICAS) for longer than the stats writer 
     await server.stop();
   }
 });
+
+test('a Redis restarted without its data is said once, at error, naming what was lost; a restart that kept its data says nothing', async (t) => {
+  const kept = await startRedis({ appendonly: true });
+  const emptied = await startRedis();
+  t.after(() => Promise.all([kept.stop(), emptied.stop()]));
+  const nodes = [kept, emptied].map((server, i) => {
+    const log = memoryLogger('info');
+    const runner = createRunner({ redisUrl: server.url, prefix: 'lossy', instanceId: `lossy-${i}`, logger: log.logger, shutdownGrace: '200ms' });
+    runner.add({ id: 'digest', scope: 'installation', fixedRate: '500ms', run: () => undefined });
+    return { server, log, runner };
+  });
+  const said = (log: ReturnType<typeof memoryLogger>) => log.lines.filter((l) => Number(l['level']) >= 50 && /lost its data/.test(String(l['msg'])));
+  try {
+    for (const n of nodes) await n.runner.start();
+    for (const n of nodes) await until('a token', async () => Number(await n.server.client().hget('lossy:{digest}:state', 'fence')) >= 2, 10_000);
+    for (const n of nodes) await n.server.restart();
+    // The next heartbeat (every 5 s) finds it.
+    await until('the loss said', () => said(nodes[1]!.log).length > 0, 12_000);
+    const [line] = said(nodes[1]!.log);
+    assert.match(String(line?.['msg']), /lossy:epoch/);
+    assert.match(String(line?.['msg']), /fencing tokens/);
+    assert.match(String(line?.['msg']), /lossy:settings/);
+    await sleep(5_500); // one more heartbeat: said once
+    assert.equal(said(nodes[1]!.log).length, 1);
+    assert.equal(said(nodes[0]!.log).length, 0, 'the Redis with its append-only file kept its data');
+  } finally {
+    for (const n of nodes) await n.runner.stop();
+  }
+});

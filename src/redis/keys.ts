@@ -39,6 +39,8 @@ export interface Keys {
   instance(id: string): string;
   /** Pub/sub channel: control messages between nodes. */
   readonly control: string;
+  /** String: set once by the first node's heartbeat; another value later means Redis lost its data. */
+  readonly epoch: string;
   /** Hash: instance id to the figures of its loop and worker executors (JSON). */
   readonly executors: string;
   /** Set: the names of the queue executors that nodes have submitted tasks to. */
@@ -80,6 +82,7 @@ export const KEY_TABLE: readonly KeyDescription[] = [
   { pattern: '<prefix>:registered:<digest>', type: 'set', purpose: 'the ids of the jobs of the nodes whose jobs have this digest (the value of their field in `<prefix>:nodes`): a job in no live node\'s set is `orphaned`; written with the job ids, expires 3 minutes after the last write' },
   { pattern: '<prefix>:instance:<id>', type: 'hash', purpose: 'one instance: `id`, `host`, `pid`, `version`, `startedAt`, `lastSeenAt`, `jobs`; TTL 15 s, refreshed every 5 s, so it expires when the node dies' },
   { pattern: '<prefix>:control', type: 'channel', purpose: 'pub/sub channel: `{"type":"settings"}` after a settings change, `{"type":"run","jobId":...}` to run a job now (an instance job on every node, an installation job once), `{"type":"cancel","jobId":...}` to cancel the job\'s run in progress wherever it runs, `{"type":"left","instanceId":...}` from a node that stopped and `{"type":"joined","instanceId":...}` from a node that wrote its first heartbeat, so the others rank the ticks over the live nodes at once' },
+  { pattern: '<prefix>:epoch', type: 'string', purpose: 'set once, by the first heartbeat to find none (`<time> <instanceId> <random>`); each node reads it at every heartbeat, and one that reads another value than before logs at error that Redis lost its data (restarted without persistence, failed over to a replica without it, or flushed): fencing tokens start again from 1, settings and counters are gone' },
   { pattern: '<prefix>:executors', type: 'hash', purpose: 'instance id -> JSON `{at, executors: [...]}`: the figures of its loop and worker executors, written every 5 s once it has used one; rows older than 15 s are ignored and removed, and a stopped node removes its own' },
   { pattern: '<prefix>:queues', type: 'set', purpose: 'the names of the queue executors that nodes have submitted tasks to (each node adds its executor\'s name at its first submit), so that a queue holding tasks shows in the executors view while no live node consumes it' },
   { pattern: '<prefix>:tasks:{<executor>}:*', type: 'hash', purpose: 'a queue executor\'s BullMQ queue (waiting, active, delayed, completed and failed tasks, their data and results), laid out by BullMQ; the hash tag keeps one queue in one Redis Cluster slot' },
@@ -128,6 +131,7 @@ export function keys(prefix: string = DEFAULT_PREFIX): Keys {
       return `${prefix}:instance:${id}`;
     },
     control: `${prefix}:control`,
+    epoch: `${prefix}:epoch`,
     executors: `${prefix}:executors`,
     queues: `${prefix}:queues`,
     taskQueue: (executor) => {

@@ -4,9 +4,12 @@
  * With the job ids, the set of this node's digest (`<prefix>:registered:<digest>`): which jobs the
  * live nodes register. A node that dies stops refreshing and its heartbeat expires; `stop()`
  * removes it (and its digest) at once, so a job it alone had is orphaned right after.
+ * Each heartbeat also reads `<prefix>:epoch`, set once by the first node (`SET NX`): when it is
+ * another than the one this node saw, Redis lost leasehold's data in between (restarted without
+ * persistence, failed over to a replica without it, flushed), and the node says so once.
  * @module
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { ChainableCommander } from 'ioredis';
 import type { RedisClient } from '../redis/connection.js';
@@ -75,6 +78,8 @@ export class Registry {
   private rereading = false;
   /** This node has said on the control channel that it joined. */
   private announced = false;
+  /** The value of `<prefix>:epoch` this node last read. */
+  private epoch: string | undefined;
 
   constructor(private readonly opts: RegistryOptions) {
     // On the clock's own time: the shared clock is not measured yet (and is the same until it is).
@@ -178,6 +183,8 @@ export class Registry {
           queue: (p) => p.zadd(keys.instances, now, instanceId).zremrangebyscore(keys.instances, '-inf', now - INSTANCE_FORGET_MS).zrangebyscore(keys.instances, now - HEARTBEAT_TTL_MS, '+inf'),
         },
         { key: keys.nodes, queue: (p) => p.hset(keys.nodes, instanceId, this.digest).hgetall(keys.nodes) },
+        // A new value each time: one this node wrote before must not pass for the one it saw.
+        { key: keys.epoch, queue: (p) => p.set(keys.epoch, `${iso(now)} ${instanceId} ${randomBytes(6).toString('hex')}`, 'NX').get(keys.epoch) },
         ...(ids.length > 0
           ? [
               { key: keys.jobs, queue: (p: ChainableCommander) => p.sadd(keys.jobs, ...ids) },
@@ -189,6 +196,7 @@ export class Registry {
       const failed = replies.find(([err]) => err);
       if (failed?.[0]) throw failed[0];
       this.seePeers(replies[4]?.[1], replies[6]?.[1]);
+      this.seeEpoch(replies[8]?.[1]);
       if (!this.announced) {
         // After the first heartbeat is written: the others that read the live nodes now see this one.
         this.announced = true;
@@ -202,6 +210,21 @@ export class Registry {
       this.failing = true;
       this.idsSentAt = -Infinity;
     }
+  }
+
+  /** Says once that Redis lost its data when the epoch read is another than the one seen before. */
+  private seeEpoch(read: unknown): void {
+    if (typeof read !== 'string') return;
+    const seen = this.epoch;
+    this.epoch = read;
+    if (seen === undefined || seen === read) return;
+    const { keys } = this.opts;
+    this.opts.logger.error(
+      { epoch: read, before: seen },
+      'Redis lost its data: %s is not the one this node saw before (Redis restarted without persistence, failed over to a replica without the data, or was flushed). The fencing tokens of installation jobs start again from 1, the pauses and schedules set in %s are gone, and the counters start again from 0; a resource that keeps the highest token it saw refuses the new ones until they pass it',
+      keys.epoch,
+      keys.settings,
+    );
   }
 
   /** Keeps the live nodes with this node's digest; forgets the digests of nodes no longer live. */
