@@ -44,3 +44,13 @@ test('by default nothing is installed: the application keeps Node\'s defaults (h
 test('an unknown mode is refused with invalidConfig', () => {
   assert.throws(() => createRunner({ unhandled: 'ignore' as UnhandledMode }), (err: unknown) => isLeaseholdError(err, 'invalidConfig') && /unhandled must be one of "log", "shutdown", "off", got "ignore"/.test((err as Error).message));
 });
+
+test('a process ended by a signal right after the runner stopped (NestJS re-raises SIGTERM after its hooks) has every line the default logger wrote, the last one included', () => {
+  for (let round = 0; round < 3; round++) {
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'test/fixtures/embedded-signal-end.ts'], { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'info' }, encoding: 'utf8', timeout: 30_000, maxBuffer: 64 * 1024 * 1024 });
+    assert.equal(r.signal, 'SIGTERM', r.stderr);
+    const lines = r.stdout.trim().split('\n');
+    assert.equal(lines.filter((l) => l.includes('"msg":"line"')).length, 3_000, `round ${round}`);
+    assert.match(lines.at(-1) ?? '', /leasehold runner stopped/, `round ${round}: the last line`);
+  }
+});

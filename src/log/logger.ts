@@ -66,5 +66,7 @@ export function createLogger(opts: { level?: string; format?: LogFormat; destina
     const pretty = requirePeer('pino-pretty', 'readable logs (LOG_FORMAT=pretty)') as typeof import('pino-pretty').build;
     return pino(options, pretty({ sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', ...(opts.destination ? { destination: opts.destination } : {}) }));
   }
-  return opts.destination ? pino(options, opts.destination) : pino(options);
+  // Written as each line is logged, not when stdout drains: a process ended by a signal (NestJS
+  // raises SIGTERM again after its shutdown hooks) runs no exit handler that could flush it.
+  return pino(options, opts.destination ?? pino.destination({ dest: 1, sync: true }));
 }
