@@ -194,45 +194,59 @@ describe('record.lua', () => {
     assert.equal(await redis.get(k.state(job)), 'garbage');
   });
 
-  it('counts a tick whose claims got no answer once, however many nodes tried it, and not when it was claimed or counted missed already', async () => {
+  it('counts a tick whose claims got no answer once, however many nodes tried it, and not when it was claimed or counted missed already; the next claim counts it not missed', async () => {
     const { k, job, send } = fresh();
     const failedClaim = (tick: number, holder: string) => ({ tick, holder, incr: { runs: 1, failed: 1 }, fails: 1, last: { lastOutcome: 'failed', lastStartedAt: new Date(tick).toISOString() }, runs: [`{"outcome":"failed","scheduledAt":${tick}}`] });
     await redis.hset(k.state(job), 'tick', '1000');
-    // Redis was away for ticks 2000 and 3000: the first claimer and its backup both recorded each failed.
-    assert.equal(await send('a#1', 1, { leaseLost: [failedClaim(2_000, 'a'), failedClaim(3_000, 'a')] }), true);
+    // Redis was away for ticks 2000, 3000 and 4000; three nodes, each tick tried by its first
+    // claimer and its backup, each node recording the ticks it tried.
+    assert.equal(await send('a#1', 1, { leaseLost: [failedClaim(2_000, 'a'), failedClaim(4_000, 'a')] }), true);
     assert.equal(await send('b#1', 1, { leaseLost: [failedClaim(2_000, 'b'), failedClaim(3_000, 'b')] }), true);
-    const stats = await redis.hmget(k.stats(job), 'runs', 'failed', 'streak');
-    assert.deepEqual(stats, ['2', '2', '2'], 'two ticks, two failed runs');
-    assert.equal(await redis.llen(k.runs(job)), 2);
-    // The claimed tick moved to the last one counted: the next claim counts neither as missed.
-    assert.equal(await redis.hget(k.state(job), 'tick'), '3000');
-    // A tick another node claimed (tick 5000 ran there), or that a later claim counted missed: not a run.
-    await redis.hset(k.state(job), 'tick', '5000');
-    assert.equal(await send('a#1', 2, { leaseLost: [failedClaim(4_000, 'a'), failedClaim(5_000, 'a')] }), true);
-    assert.deepEqual(await redis.hmget(k.stats(job), 'runs', 'failed'), ['2', '2']);
-    // An operator's run now is no tick of the schedule: its failed claim counts, and moves no tick.
-    assert.equal(await send('a#1', 3, { leaseLost: [{ ...failedClaim(4_500, 'a'), manual: true }] }), true);
+    assert.equal(await send('c#1', 1, { leaseLost: [failedClaim(3_000, 'c'), failedClaim(4_000, 'c')] }), true);
+    assert.deepEqual(await redis.hmget(k.stats(job), 'runs', 'failed', 'streak'), ['3', '3', '3'], 'three ticks, three failed runs');
+    assert.equal(await redis.llen(k.runs(job)), 3);
+    assert.equal(await redis.hget(k.state(job), 'tick'), '1000', 'no tick claimed');
+    // The claim of the next tick: the three are not missed, and are done with.
+    const claimKeys = { leaseKey: k.lease(job), stateKey: k.state(job), statsKey: k.stats(job), runsKey: k.runs(job), countSkip: false, runsCap: 5, leaseMs: 1_000, mode: 'grid' as const, nowGuardMs: 1e15 };
+    const [won] = await claimScript(redis, [{ ...claimKeys, tick: 5_000, holder: 'a' }]);
+    assert.ok(won !== undefined && !(won instanceof Error) && won.kind === 'claimed', String(won));
+    assert.equal(won.previousTick, 1_000);
+    assert.equal(won.failedBetween, 3);
+    assert.equal(await redis.hget(k.state(job), 'failed'), '');
+    // A tick claimed since (5000 ran), or counted missed by that claim (a record that comes late): not a run.
+    assert.equal(await send('b#1', 2, { leaseLost: [failedClaim(4_500, 'b'), failedClaim(5_000, 'b')] }), true);
     assert.deepEqual(await redis.hmget(k.stats(job), 'runs', 'failed'), ['3', '3']);
-    assert.equal(await redis.hget(k.state(job), 'tick'), '5000');
+    // An operator's run now is no tick of the schedule: its failed claim counts.
+    assert.equal(await send('a#1', 2, { leaseLost: [{ ...failedClaim(4_600, 'a'), manual: true }] }), true);
+    assert.deepEqual(await redis.hmget(k.stats(job), 'runs', 'failed'), ['4', '4']);
   });
 
-  it('counts a tick whose claims reached Redis stale once, by the record of the claim that marked it, even after a later claim', async () => {
-    const { k, job, send } = fresh();
+  it('counts a tick whose claims reached Redis stale once: failed when a record comes before the next claim, else missed by that claim and not by the records', async () => {
     const failedClaim = (tick: number, holder: string) => ({ tick, holder, incr: { runs: 1, failed: 1 }, fails: 1, last: { lastOutcome: 'failed', lastStartedAt: new Date(tick).toISOString() }, runs: ['{"outcome":"failed"}'] });
-    const claimKeys = { leaseKey: k.lease(job), stateKey: k.state(job), statsKey: k.stats(job), runsKey: k.runs(job), countSkip: false, runsCap: 5, leaseMs: 1_000, mode: 'grid' as const, nowGuardMs: 1e15 };
-    // Redis wakes from a stall with the held-back claims of tick 2000 from a and its backup b: both stale.
-    for (const holder of ['a', 'b']) {
-      const [r] = await claimScript(redis, [{ ...claimKeys, tick: 2_000, holder }], 1);
-      assert.ok(r instanceof Error && /stopped waiting/.test(r.message), String(r));
+    for (const recordFirst of [true, false]) {
+      const { k, job, send } = fresh();
+      const claimKeys = { leaseKey: k.lease(job), stateKey: k.state(job), statsKey: k.stats(job), runsKey: k.runs(job), countSkip: false, runsCap: 5, leaseMs: 1_000, mode: 'grid' as const, nowGuardMs: 1e15 };
+      await redis.hset(k.state(job), 'tick', '1000');
+      // Redis wakes from a stall with the held-back claims of tick 2000 from a and its backup b.
+      for (const holder of ['a', 'b']) {
+        const [r] = await claimScript(redis, [{ ...claimKeys, tick: 2_000, holder }], 1);
+        assert.ok(r instanceof Error && /stopped waiting/.test(r.message), String(r));
+      }
+      assert.equal(await redis.hget(k.state(job), 'tick'), '1000', 'a stale claim changes nothing');
+      const records = async () => {
+        assert.equal(await send('b#1', 1, { leaseLost: [failedClaim(2_000, 'b')] }), true);
+        assert.equal(await send('a#1', 1, { leaseLost: [failedClaim(2_000, 'a')] }), true);
+      };
+      if (recordFirst) await records();
+      const [won] = await claimScript(redis, [{ ...claimKeys, tick: 3_000, holder: 'a' }]);
+      assert.ok(won !== undefined && !(won instanceof Error) && won.kind === 'claimed' && won.previousTick === 1_000);
+      if (!recordFirst) await records();
+      const failed = Number(await redis.hget(k.stats(job), 'failed'));
+      // The claimant counts missed the grid ticks between 1000 and 3000 less those counted failed.
+      const missed = 1 - (won.failedBetween ?? 0);
+      assert.equal(failed + missed, 1, `record first: ${recordFirst}: failed ${failed}, missed ${missed}`);
+      assert.equal(failed, recordFirst ? 1 : 0);
     }
-    assert.equal(await redis.hget(k.state(job), 'refused'), 'a:2000', 'the claim that marked the tick');
-    // The next tick is claimed before the nodes' records arrive: 2000 is no missed tick.
-    const [won] = await claimScript(redis, [{ ...claimKeys, tick: 3_000, holder: 'a' }]);
-    assert.ok(won !== undefined && !(won instanceof Error) && won.kind === 'claimed' && won.previousTick === 2_000);
-    assert.equal(await send('b#1', 1, { leaseLost: [failedClaim(2_000, 'b')] }), true);
-    assert.equal(await send('a#1', 1, { leaseLost: [failedClaim(2_000, 'a')] }), true);
-    assert.deepEqual(await redis.hmget(k.stats(job), 'runs', 'failed'), ['1', '1'], 'counted once, by a');
-    assert.equal(await redis.hget(k.state(job), 'refused'), '');
   });
 
   it('applies a batch once: a retry with the same writer and sequence number changes nothing', async () => {

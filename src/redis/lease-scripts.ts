@@ -32,7 +32,7 @@ export function isRefusedLate(err: unknown): boolean {
  */
 function claimResult(answer: unknown): ClaimResult<string> | LeaseholdError | undefined {
   if (!Array.isArray(answer)) return undefined;
-  const [kind, a, b, c, d, e] = answer as unknown[];
+  const [kind, a, b, c, d, e, f] = answer as unknown[];
   switch (kind) {
     case 'stale':
       if (isInteger(a) && isInteger(b)) {
@@ -56,7 +56,7 @@ function claimResult(answer: unknown): ClaimResult<string> | LeaseholdError | un
     case 'claimed':
       if (isInteger(a) && typeof b === 'string' && isInteger(c) && isInteger(d)) {
         const lost = typeof e === 'string' ? parseRunMarker(e, d) : undefined;
-        return { kind, lease: b, token: a, previousTick: c < 0 ? null : c, serverNowMs: d, ...(lost ? { lost } : {}) };
+        return { kind, lease: b, token: a, previousTick: c < 0 ? null : c, serverNowMs: d, ...(lost ? { lost } : {}), ...(isInteger(f) && f > 0 ? { failedBetween: f } : {}) };
       }
       break;
     case 'paused':

@@ -24,10 +24,10 @@
                               (record.lua): a claim of it that Redis reaches
                               only now is answered 'done'; the holder's next
                               claim won removes the field,
-                              refused = the ticks whose claims came stale and
-                              marked them handled, `<holder>:<tick>`, space-
-                              separated, until their claimants' records count
-                              them (record.lua)
+                              failed = the ticks after the last claimed one
+                              whose failed claims a record counted (record.lua),
+                              space-separated: the claim of a later tick does
+                              not count them missed
     KEYS[4i-1] stats  hash    the job's counters: `skipped` and `skippedClaimed`
                               grow by one for a counted 'done'; `runs`, `lost`
                               and `streak` by one for a lost run; `version` by
@@ -79,11 +79,8 @@
                               jobs are decided as ever
     {'stale', serverNowMs, answerBy}
                               server time is past answerBy: nothing granted, no
-                              token minted; the tick is marked handled (not for
-                              'manual'), as its claimant records it failed, and
-                              when this claim marked it, `<holder>:<tick>` joins
-                              the state's `refused` (at most REFUSED_KEPT): that
-                              record counts the tick (record.lua)
+                              token minted, nothing written: its claimant records
+                              it failed (record.lua)
     {'done', lastTick, counted}
                               this tick, or a later one, was already claimed;
                               counted 1 when counted as a claimed skip (asked
@@ -91,18 +88,22 @@
                               else 0; for 'manual', the request was claimed
                               already (lastTick -1 when no tick was ever claimed);
                               also when the claimant gave up on this very claim
-                              (gaveUp): nothing granted, the tick marked handled
+                              (gaveUp): nothing granted (its record counted it)
     {'paused', previousTick}  'pause': the tick is marked as handled and one
                               paused skip counted (previousTick -1: none)
     {'notDue', dueMs}         mode 'delay' and tick is before state.due
     {'held', value, pttlMs}   someone holds the lease (pttlMs -1: no TTL)
-    {'claimed', token, value, previousTick, serverNowMs, lost}
+    {'claimed', token, value, previousTick, serverNowMs, lost, failedBetween}
                               claimed: state.tick = tick (not for 'manual'),
                               state.fence incremented to token, state.run set
                               to this claim's marker, lease set with leaseMs;
                               previousTick is the last claimed tick or -1.
                               lost is '' or the marker of a run found lost
-                              and recorded here (see below)
+                              and recorded here (see below); failedBetween
+                              the ticks after previousTick and before this one
+                              that records of failed claims counted (state
+                              `failed`, from which this claim removes every
+                              tick up to its own): not missed
 
   A lost run: a claim that takes the lease finds the running marker of an
   earlier claim still set. That run's lease expired and its run was neither
@@ -145,9 +146,6 @@ end
 -- How many tokens recorded lost the state keeps: a node's record of one of them arrives at its
 -- next flush, long before this many more runs of the job are found lost.
 local LOST_KEPT = 16
--- How many stale claims the state keeps until their claimants' records count them: a stall of
--- Redis delivers every claim it held back at once, one a tick.
-local REFUSED_KEPT = 100
 
 local time = redis.call('TIME')
 local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -268,28 +266,18 @@ local function claim(leaseKey, stateKey, statsKey, runsKey, job)
   -- this read, the stats hash by its first increment, the lease by its read when SET NX finds
   -- it taken. A key of the wrong type answers 'corrupt' with nothing of the job changed.
   local gaveUpField = 'gaveUp.' .. job.holder
-  local state = try('HMGET', stateKey, 'tick', 'due', 'manual', 'manualAt', 'fence', 'run', 'lost', gaveUpField, 'refused')
+  local state = try('HMGET', stateKey, 'tick', 'due', 'manual', 'manualAt', 'fence', 'run', 'lost', gaveUpField, 'failed')
   if not state then
     return corrupt(stateKey, 'hash')
   end
   local lastTick = tonumber(state[1])
   -- A claim its claimant no longer waits for (too late for its answer time, or given up and
-  -- recorded failed: see the header) is never granted. Its tick is handled all the same: it is
-  -- not missed, as its claimant's record says it failed. A stale claim that marks the tick
-  -- notes `<holder>:<tick>` in `refused`, so that this record, and only it, counts the tick.
+  -- recorded failed: see the header) is never granted, and leaves the tick as it is: its
+  -- claimant's record counts it failed if no claim of it or of a later tick comes first
+  -- (record.lua), and the claim of a later tick counts it missed otherwise. (The record of a
+  -- claim given up came first: the tick was counted then.)
   local stale = job.answerBy and nowMs > job.answerBy
   if stale or (mode ~= 'pause' and tonumber(state[8]) == tick) then
-    if mode ~= 'manual' and (not lastTick or lastTick < tick) then
-      local fields = {'tick', string.format('%d', tick)}
-      if stale then
-        local kept = {}
-        for t in string.gmatch(state[9] or '', '%S+') do kept[#kept + 1] = t end
-        kept[#kept + 1] = job.holder .. ':' .. string.format('%d', tick)
-        while #kept > REFUSED_KEPT do table.remove(kept, 1) end
-        fields[3], fields[4] = 'refused', table.concat(kept, ' ')
-      end
-      redis.call('HSET', stateKey, unpack(fields))
-    end
     if stale then return {'stale', nowMs, job.answerBy} end
     return {'done', lastTick or -1, 0}
   end
@@ -353,11 +341,24 @@ local function claim(leaseKey, stateKey, statsKey, runsKey, job)
   -- The run starts at its tick at the earliest: a claim sent ahead of its tick dates it there.
   local run = string.format('%d %d %d %d ', token, tick, math.max(nowMs, tick), mode == 'manual' and 1 or 0) .. job.holder
   local fields = {'fence', fence, 'run', run}
+  -- The ticks since the last claimed one that the records of failed claims counted (record.lua):
+  -- the claimant does not count them missed. Those up to this tick are done with.
+  local failedBetween = 0
   if mode == 'manual' then
     for _, v in ipairs({'manual', job.request or '', 'manualAt', string.format('%d', nowMs)}) do fields[#fields + 1] = v end
   else
     fields[#fields + 1] = 'tick'
     fields[#fields + 1] = string.format('%d', tick)
+    if state[9] and state[9] ~= '' then
+      local later = {}
+      for t in string.gmatch(state[9], '%S+') do
+        local n = tonumber(t)
+        if n and n > tick then later[#later + 1] = t
+        elseif n and n < tick and (not lastTick or n > lastTick) then failedBetween = failedBetween + 1 end
+      end
+      fields[#fields + 1] = 'failed'
+      fields[#fields + 1] = table.concat(later, ' ')
+    end
   end
   if lost ~= '' then
     local kept = {}
@@ -369,7 +370,7 @@ local function claim(leaseKey, stateKey, statsKey, runsKey, job)
   end
   redis.call('HSET', stateKey, unpack(fields))
   if state[8] then redis.call('HDEL', stateKey, gaveUpField) end
-  return {'claimed', token, value, lastTick or -1, nowMs, lost}
+  return {'claimed', token, value, lastTick or -1, nowMs, lost, failedBetween}
 end
 
 local replies = {}

@@ -50,12 +50,12 @@
                                             clears the running marker when it is that run:
                                             one record per token, and per tick. A schedule's
                                             tick (manual not true) whose claim got no answer
-                                            counts only if Redis granted that claim, if that
-                                            claim came stale and marked the tick (the state's
-                                            `refused`), or if the state's `tick` is before it
-                                            (then moved to it), so once however many nodes
-                                            tried it, and never also as missed. When the
-                                            marker is of a
+                                            counts only if Redis granted that claim, or if
+                                            the state's `tick` is before it and no record
+                                            counted it (then it joins the state's `failed`,
+                                            which the next claim does not count missed), so
+                                            once however many nodes tried it, and never also
+                                            as missed. When the marker is of a
                                             claim whose node gave up on it, Redis granted
                                             that claim and no run holds its lease: the lease
                                             is deleted too, if it is still that claim's, so
@@ -263,6 +263,10 @@ local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
 -- Removes the fields of the writers that last renewed before `before` (ms), and any field
 -- that is not a writer's `.seq` or `.renewedAt` with its `.renewedAt` beside it.
+-- How many ticks counted from failed claims the claim state keeps until a claim of a later tick
+-- (claim.lua): a Redis away for longer drops the oldest, which that claim then counts missed too.
+local FAILED_KEPT = 100
+
 local function forgetWriters(writersKey, before)
   local all = redis.call('HGETALL', writersKey)
   local renewedAt = {}
@@ -283,30 +287,32 @@ end
 -- for a claim that got no answer, their tick is in the state's `lost` list (see claim.lua).
 -- A claim of a schedule's tick that got no answer counts once per tick, not once per node
 -- that tried (the first claimer and its backup both fail while Redis is away): as a failed run
--- when Redis granted it (the running marker is its own), when it reached Redis stale and marked
--- the tick (its `<holder>:<tick>` in the state's `refused`, then removed), or when no claim of
--- that tick or a later one was made (the state's `tick` is then moved to it, so that neither another node's
--- record of the same tick nor the next claim's missed ticks count it again); not at all when
--- the tick was claimed (another node ran it) or counted missed by a later claim already.
+-- when Redis granted it (the running marker is its own), or when no claim of that tick or a
+-- later one was made and no other record counted it (the tick then joins the state's `failed`,
+-- so that neither another node's record of it nor the next claim's missed ticks count it
+-- again); not at all when the tick was claimed (another node ran it) or counted missed by a
+-- later claim already.
 -- Returns the fields to set in the state hash (nothing is written here): `run` cleared when
 -- the running marker is one of them (the run is recorded here, so no later claim finds it
 -- lost), `gaveUp.<holder>` for a claim that got no answer and counts, so Redis never grants it
--- if it reaches Redis only now, `tick` when moved, and `refused` without the ticks counted. Returns second the value's ending and
+-- if it reaches Redis only now, and `failed` with the ticks counted here. Returns second the value's ending and
 -- start of a lease that no run holds, to delete: the marker was of a claim that got no answer,
 -- so Redis granted it after all. A state key of another type (damaged) holds no marker and no
 -- lost run, and no claim can record one while it is damaged: the runs count, and it is left
 -- alone.
 local function admitLeaseLost(stateKey, batch)
   if type(batch.leaseLost) ~= 'table' or #batch.leaseLost == 0 then return {} end
-  local state = checked('HMGET', stateKey, 'run', 'lost', 'tick', 'refused')
+  local state = checked('HMGET', stateKey, 'run', 'lost', 'tick', 'failed')
   local damaged = not state
   state = state or {}
   local runToken, runTick, runHolder = string.match(state[1] or '', '^(%d+) (%-?%d+) %d+ [01] (.*)$')
   local lastTick = tonumber(state[3])
-  local movedTick = nil
-  -- The ticks that stale claims marked handled, each counted by its own claimant's record.
-  local refused, refusedCounted = {}, false
-  for t in string.gmatch(state[4] or '', '%S+') do refused[t] = true end
+  -- The ticks after the last claimed one that records of failed claims counted already.
+  local failed, failedList, added = {}, {}, false
+  for t in string.gmatch(state[4] or '', '%S+') do
+    failed[tonumber(t)] = true
+    failedList[#failedList + 1] = t
+  end
   local lostTokens, lostTicks = {}, {}
   for token, tick in string.gmatch(state[2] or '', '(%d+):(%-?%d+)') do
     lostTokens[tonumber(token)] = true
@@ -320,16 +326,13 @@ local function admitLeaseLost(stateKey, batch)
     local token = type(e) == 'table' and tonumber(e.token)
     local tick = type(e) == 'table' and not token and tonumber(e.tick)
     local granted = tick and tick == tonumber(runTick) and e.holder == runHolder
-    local mine = tick and type(e.holder) == 'string' and e.holder .. ':' .. string.format('%d', tick)
-    if mine and refused[mine] then
-      refused[mine] = nil
-      refusedCounted = true
-    elseif tick and not lostTicks[tick] and not granted and e.manual ~= true then
-      if lastTick and lastTick >= tick then
-        tick = nil -- claimed, or counted already: not a run of this batch
+    if tick and not lostTicks[tick] and not granted and e.manual ~= true then
+      if (lastTick and lastTick >= tick) or failed[tick] then
+        tick = nil -- claimed, counted missed, or counted by another node's record: not a run here
       else
-        lastTick = tick
-        movedTick = tick
+        failed[tick] = true
+        failedList[#failedList + 1] = string.format('%d', tick)
+        added = true
       end
     end
     if (token and not lostTokens[token]) or (tick and not lostTicks[tick]) then
@@ -355,17 +358,10 @@ local function admitLeaseLost(stateKey, batch)
     writes[#writes + 1] = 'run'
     writes[#writes + 1] = ''
   end
-  if movedTick then
-    writes[#writes + 1] = 'tick'
-    writes[#writes + 1] = string.format('%d', movedTick)
-  end
-  if refusedCounted then
-    local refusedLeft = {}
-    for t in string.gmatch(state[4] or '', '%S+') do
-      if refused[t] then refusedLeft[#refusedLeft + 1] = t end
-    end
-    writes[#writes + 1] = 'refused'
-    writes[#writes + 1] = table.concat(refusedLeft, ' ')
+  if added then
+    while #failedList > FAILED_KEPT do table.remove(failedList, 1) end
+    writes[#writes + 1] = 'failed'
+    writes[#writes + 1] = table.concat(failedList, ' ')
   end
   if damaged then return {} end
   return writes, orphan
