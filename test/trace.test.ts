@@ -133,3 +133,31 @@ test('an installation run carries its fencing token; a skipped start and a lost 
   assert.equal(span.events.find((e) => e.name === 'skipped')?.attributes?.['leasehold.skip.reason'], 'overrun');
   assert.ok(names.includes('lease lost'), names.join(','));
 });
+
+test("an installation job's failure and recovery lines, which the installation's streak decides after the run's record, carry the run's trace", async () => {
+  const log = memoryLogger('info');
+  const runner = createRunner({ logger: log.logger, redisUrl: redis.url, prefix: 'trace-streak', instanceId: 'trace-c', shutdownGrace: '200ms' });
+  let calls = 0;
+  runner.add({
+    id: 'flaky-installation',
+    scope: 'installation',
+    fixedRate: '300ms',
+    run() {
+      if (++calls === 1) throw new Error('the first run fails');
+    },
+  });
+  await runner.start();
+  const said = (outcome: string) => log.lines.find((l) => l['jobId'] === 'flaky-installation' && l['outcome'] === outcome && Number(l['level']) >= 30);
+  try {
+    await until('the failure and the recovery logged', () => said('failed') !== undefined && said('succeeded') !== undefined, 10_000);
+  } finally {
+    await runner.stop();
+  }
+  for (const outcome of ['failed', 'succeeded']) {
+    const line = said(outcome);
+    const span = spansOf('flaky-installation').find((sp) => sp.attributes['leasehold.run.id'] === line?.['runId']);
+    assert.ok(line && span, `the ${outcome} run's span: ${JSON.stringify(line)}`);
+    assert.equal(line['trace_id'], span.spanContext().traceId, `the ${outcome} line carries its trace`);
+    assert.equal(line['span_id'], span.spanContext().spanId);
+  }
+});

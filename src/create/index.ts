@@ -14,7 +14,7 @@ import type { JobDefinition, JobDefinitionLike } from '../schedule/job.js';
 import { jobInfo, type JobInfo } from '../runner/runner.js';
 import { describeTarget } from '../redis/target.js';
 import { keys as keyNames } from '../redis/keys.js';
-import { attachLogListener, logStreakChange } from '../log/listener.js';
+import { RunFieldsMemo, attachLogListener, logStreakChange } from '../log/listener.js';
 import { Registrations } from '../decorators/register.js';
 import { attachTracing, runTracer } from '../trace/tracer.js';
 import { attachTaskTracing } from '../trace/tasks.js';
@@ -40,6 +40,8 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
   const executors = resolveExecutors(opts.executors, process.env, (i) => logger.warn({ executor: i.executor, variable: i.variable, kind: i.to, ignored: i.ignored }, ignoredFieldsMessage(i)));
   const handoffMs = redis && opts.handoffDelay !== undefined ? readDuration(opts.handoffDelay, 'handoffDelay', true) : undefined;
   const runHooks = runTracer();
+  // An installation run's trace fields, for its line from the cluster's streak (logged after its span ended).
+  const streakFields = new RunFieldsMemo();
   // With `unhandled`, each run and task runs in an origin that names it (see unhandled.ts).
   const owner = {};
   const unhandledCounts: UnhandledCounts = { rejection: 0, exception: 0 };
@@ -74,12 +76,12 @@ export function createRunner(opts: RunnerOptions = {}): Runner {
     handoffMs,
     eventsMaxClients: opts.eventsMaxClients,
     // With Redis, an installation job's first failure and recovery follow the installation's streak.
-    onStreak: (change) => logStreakChange(logger, change),
+    onStreak: (change) => logStreakChange(logger, change, streakFields),
   });
   const { core, metrics, connections } = node;
   const tracing = attachTracing(core, runHooks);
   const taskTracing = attachTaskTracing(core);
-  const detachLog = attachLogListener(core, logger, { runFields: tracing.logFields, clusterStreaks: redis !== undefined });
+  const detachLog = attachLogListener(core, logger, { runFields: tracing.logFields, clusterStreaks: redis !== undefined, streakFields });
   const tasks: Tasks = new Tasks({
     instanceId,
     clock,

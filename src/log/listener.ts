@@ -19,6 +19,32 @@ export interface LogListenerOptions {
    * streak ({@link logStreakChange}, told by the stats writer), not from this node's runs.
    */
   readonly clusterStreaks?: boolean;
+  /** Where an installation run's trace fields are kept for its line from the cluster's streak. */
+  readonly streakFields?: RunFieldsMemo;
+}
+
+/**
+ * The trace fields of recent installation runs, kept from their end until the installation's
+ * streak (told after the run's record) says whether a line is logged about them: by then the
+ * run's span has ended. The oldest go first, past `max`.
+ */
+export class RunFieldsMemo {
+  private readonly byRun = new Map<string, Readonly<Record<string, string>>>();
+
+  constructor(private readonly max = 1_024) {}
+
+  keep(runId: string, fields: Readonly<Record<string, string>> | undefined): void {
+    if (fields === undefined) return;
+    this.byRun.set(runId, fields);
+    if (this.byRun.size > this.max) this.byRun.delete(this.byRun.keys().next().value as string);
+  }
+
+  /** The run's fields, once. */
+  take(runId: string): Readonly<Record<string, string>> | undefined {
+    const fields = this.byRun.get(runId);
+    this.byRun.delete(runId);
+    return fields;
+  }
 }
 
 /** The start or the end of an installation job's failing streak, as the stats writer tells it. */
@@ -42,10 +68,10 @@ function logRecovered(log: Logger, e: RunEndedEvent, fields: Record<string, unkn
   log.info({ ...fields, failedRuns: streak }, 'job "%s" recovered after %d unsuccessful %s', e.jobId, streak, runs(streak));
 }
 
-/** Logs the start (warn) or the end (info) of an installation job's failing streak, cluster-wide. */
-export function logStreakChange(log: Logger, change: StreakLogChange): void {
+/** Logs the start (warn) or the end (info) of an installation job's failing streak, cluster-wide, with the run's trace fields if kept. */
+export function logStreakChange(log: Logger, change: StreakLogChange, traced?: RunFieldsMemo): void {
   const e = change.run;
-  const fields = { jobId: e.jobId, runId: e.runId, outcome: e.outcome, durationMs: e.durationMs, instanceId: e.instanceId };
+  const fields = { jobId: e.jobId, runId: e.runId, outcome: e.outcome, durationMs: e.durationMs, instanceId: e.instanceId, ...traced?.take(e.runId) };
   if (change.kind === 'failed') logFailed(log, e, fields);
   else logRecovered(log, e, fields, change.failedRuns);
 }
@@ -69,7 +95,8 @@ export function attachLogListener(runner: Pick<Scheduler, 'on'>, log: Logger, op
       // A lost lease (lockLost) and a lost run are this node's to say: their records reach the
       // cluster's streak apart from the batch's (one record per fencing token).
       if (opts.clusterStreaks && e.scope === 'installation' && e.outcome !== 'interrupted' && e.outcome !== 'cancelled' && e.outcome !== 'lost' && e.outcome !== 'lockLost') {
-        // The installation's streak decides, once for all nodes (logStreakChange).
+        // The installation's streak decides, once for all nodes (logStreakChange), after the span ended.
+        opts.streakFields?.keep(e.runId, traced(e.runId));
         if (debug()) log.debug({ jobId: e.jobId, runId: e.runId, outcome: e.outcome, durationMs: e.durationMs, error: e.error, ...traced(e.runId) }, e.outcome === 'succeeded' ? 'run succeeded' : 'run unsuccessful');
         return;
       }
