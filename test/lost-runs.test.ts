@@ -303,7 +303,7 @@ test('a run whose lease could not be released as it ended (Redis down) releases 
   }
 });
 
-test('a claim whose answer never came is refused when Redis reaches it late: recorded failed by its node, never lost, and no lease of it holds the job up', async (t) => {
+test('a claim whose answer never came is refused when Redis reaches it late: its tick counted once (failed by its node, or missed), never lost, and no lease of it holds the job up', async (t) => {
   const own = await startRedis();
   // Stopped however the test ends: a failed wait must not leave the server running.
   t.after(() => own.stop());
