@@ -25,7 +25,8 @@ async function quickstart(): Promise<{ node: NodeProc; redisPort: number; httpPo
 test('npm start with no REDIS_URL: a private Redis, jobs that run, the status URL, and nothing left after SIGTERM', async () => {
   const { node, redisPort, httpPort } = await quickstart();
   assert.ok(await redisAnswers(redisPort));
-  assert.ok(node.lines.some((l) => String(l['msg']).includes(`http://localhost:${httpPort}/manage/jobs`)), 'prints the status URL');
+  // Its own line, after the one that says the port: each line is written as it is logged.
+  await node.waitFor((l) => String(l['msg']).includes(`http://localhost:${httpPort}/manage/jobs`), 5_000);
   let rollupRuns = 0;
   for (let i = 0; i < 40 && rollupRuns < 2; i++) {
     await sleep(250);
