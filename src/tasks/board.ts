@@ -125,12 +125,14 @@ export async function mergeQueues(redis: RedisClient, prefix: string, rows: Exec
   const setKey = keys(prefix).queues;
   const unconsumed = (await redis.smembers(setKey).catch((err: unknown) => void onCountsError(setKey, err))) ?? [];
   for (const name of unconsumed) if (!byName.has(name)) byName.set(name, []);
-  for (const [name, list] of byName) {
-    // BullMQ (an optional peer) is loaded only when there is a queue to read; without it the
-    // counts are unreadable, said with the package to install.
-    const counts = await importPeer('bullmq', 'the counts of queue executors', () => import('./queue-counts.js'))
-      .then(({ queueCounts }) => queueCounts(redis, prefix, name))
-      .catch((err: unknown) => void onCountsError(name, err));
+  // BullMQ (an optional peer) is loaded only when there is a queue to read; without it the
+  // counts are unreadable, said with the package to install. The queues are read together.
+  const queues = [...byName];
+  const read = queues.length === 0 ? [] : await Promise.all(queues.map(([name]) => importPeer('bullmq', 'the counts of queue executors', () => import('./queue-counts.js'))
+    .then(({ queueCounts }) => queueCounts(redis, prefix, name))
+    .catch((err: unknown) => void onCountsError(name, err))));
+  for (const [i, [name, list]] of queues.entries()) {
+    const counts = read[i];
     if (list.length === 0 && (counts === undefined || counts.active + counts.queued + counts.succeeded + counts.failed === 0)) continue;
     const sum = (f: 'timedOut' | 'cancelled' | 'interrupted'): number => list.reduce((n, r) => n + r[f], 0);
     const first = list[0];

@@ -295,9 +295,9 @@ end
 -- Returns the fields to set in the state hash (nothing is written here): `run` cleared when
 -- the running marker is one of them (the run is recorded here, so no later claim finds it
 -- lost), `gaveUp.<holder>` for a claim that got no answer and counts, so Redis never grants it
--- if it reaches Redis only now, and `failed` with the ticks counted here. Returns second the value's ending and
--- start of a lease that no run holds, to delete: the marker was of a claim that got no answer,
--- so Redis granted it after all. A state key of another type (damaged) holds no marker and no
+-- if it reaches Redis only now, and `failed` with the ticks counted here. Returns second the
+-- value's ending and start of a lease that no run holds, to delete: the marker was of a claim
+-- that got no answer, so Redis granted it after all. A state key of another type (damaged) holds no marker and no
 -- lost run, and no claim can record one while it is damaged: the runs count, and it is left
 -- alone.
 local function admitLeaseLost(stateKey, batch)
