@@ -128,6 +128,37 @@ test('a timeout aborts the task signal with reason timeout and records timedOut;
   await r.stop();
 });
 
+test('a handler that cancels its own task before its first await ends cancelled, once: started by its submit or in the slot another task left', async () => {
+  const { r, ended } = runner({ executors: { one: { kind: 'loop', concurrency: 1 } } });
+  const quick = defineTask({ id: 'quick', executor: 'one', run: (n: number) => n });
+  const selfCancel = defineTask({
+    id: 'self-cancel',
+    executor: 'one',
+    run: (_: null, ctx) => {
+      const cancelled = r.cancelTask(ctx.taskId);
+      return new Promise((_resolve, reject) => {
+        if (ctx.signal.aborted) reject(ctx.signal.reason as Error);
+        ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason as Error));
+        if (!cancelled) reject(new Error('cancelTask did not know the running task'));
+      });
+    },
+  });
+  r.addTask(quick);
+  r.addTask(selfCancel);
+  await r.start();
+  const first = await r.submit(selfCancel, null);
+  await assert.rejects(first.result(), (err: unknown) => isLeaseholdError(err, 'cancelled'));
+  const before = await r.submit(quick, 1);
+  const queued = await r.submit(selfCancel, null);
+  assert.equal(await before.result(), 1);
+  await assert.rejects(queued.result(), (err: unknown) => isLeaseholdError(err, 'cancelled'));
+  await sleep(20);
+  assert.deepEqual(ended.map((e) => `${e.task} ${e.outcome}`), ['self-cancel cancelled', 'quick succeeded', 'self-cancel cancelled']);
+  const stats = (await r.executors()).find((e) => e.name === 'one');
+  assert.deepEqual([stats?.succeeded, stats?.cancelled, stats?.failed, stats?.active, stats?.queued], [1, 2, 0, 0, 0]);
+  await r.stop();
+});
+
 test('the same deduplication id is one task while it waits or runs; a delay holds the start back', async () => {
   const { r } = runner();
   let runs = 0;

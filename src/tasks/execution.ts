@@ -35,7 +35,12 @@ export interface AttemptParams {
   readonly deadlines?: Deadlines;
   /** Called once with how the attempt ended (at the abort's report time for a handler that ignores it). */
   readonly onEnd: (result: AttemptResult) => void;
-  /** Called once the handler has settled (or its thread was terminated). */
+  /**
+   * Called once the handler has settled (or its thread was terminated). For a handler that
+   * settled before any abort, it is called after `onEnd` and before the `taskEnded` event, so
+   * the slot it frees is used before the event's listeners run: the next task, begun in it
+   * within this call, reaches its thread a turn of listeners sooner (docs/benchmarks.md, S6).
+   */
   readonly onSettled?: () => void;
 }
 
@@ -99,21 +104,26 @@ export class TaskAttempt implements AbortHook {
   private log: Logger | undefined;
   private abortListener: ((reason: unknown) => void) | undefined;
 
-  constructor(
-    private readonly p: AttemptParams,
-    body: AttemptBody,
-  ) {
+  /** Arms the attempt's deadline; its handler runs at {@link begin}. */
+  constructor(private readonly p: AttemptParams) {
     this.startedAt = p.clock.monotonic();
     this.deadline = this.startedAt + p.timeoutMs;
     if (p.deadlines) p.deadlines.add(this);
     else this.timeout = p.clock.setTimer(() => this.timedOut(), p.timeoutMs);
+  }
+
+  /**
+   * Runs the handler, within this call: its executor calls it once the attempt is known as the
+   * task's (a handler may cancel its own task at once). Nothing waits a microtask before it: that
+   * wait, for every task, cost a third of the loop executor's throughput (docs/benchmarks.md, S6).
+   */
+  begin(body: AttemptBody): void {
     void this.run(body);
   }
 
   private async run(body: AttemptBody): Promise<void> {
     let result: AttemptResult;
     try {
-      await null; // the handler starts after the attempt is made, never inside its constructor
       result = { ok: true, value: await body(new Context(this, this.p), this) };
     } catch (error) {
       result = { ok: false, outcome: 'failed', error };
@@ -122,9 +132,10 @@ export class TaskAttempt implements AbortHook {
     const { p } = this;
     if (this.timeout !== undefined) p.clock.clearTimer(this.timeout);
     if (this.reportTimer !== undefined) p.clock.clearTimer(this.reportTimer);
-    if (this.abortedReason) this.reportAbort(result.ok ? undefined : result.error);
-    else this.finish(result);
-    p.onSettled?.();
+    if (this.abortedReason) {
+      this.reportAbort(result.ok ? undefined : result.error);
+      p.onSettled?.();
+    } else this.finish(result, p.onSettled);
   }
 
   /** The task's logger, made on first use. */
@@ -176,17 +187,20 @@ export class TaskAttempt implements AbortHook {
     this.finish({ ok: false, outcome: ABORT_OUTCOMES[this.abortedReason], error: this.abortError ?? cause });
   }
 
-  private finish(result: AttemptResult): void {
-    if (this.done) return;
+  private finish(result: AttemptResult, settled?: () => void): void {
+    if (this.done) return settled?.();
     this.done = true;
     const { p } = this;
-    if (p.emitter.listens('taskEnded')) this.emitEnded(result);
+    const listens = p.emitter.listens('taskEnded');
+    const endedAt = listens ? p.clock.monotonic() : 0;
     p.onEnd(result);
+    settled?.();
+    if (listens) this.emitEnded(result, endedAt);
   }
 
-  private emitEnded(result: AttemptResult): void {
+  private emitEnded(result: AttemptResult, endedAt: number): void {
     const { p } = this;
-    const durationMs = Math.max(0, p.clock.monotonic() - this.startedAt);
+    const durationMs = Math.max(0, endedAt - this.startedAt);
     const error = result.ok ? undefined : result.error;
     const willRetry = !result.ok && result.outcome === 'failed' && (p.willRetry?.(error) ?? false);
     p.emitter.emit('taskEnded', {

@@ -170,6 +170,7 @@ export class LocalExecutor implements TaskExecutor {
     this.pump();
   }
 
+  /** Starts waiting tasks while slots are free. */
   private pump(): void {
     while (!this.closed && this.running.size < this.config.concurrency && this.head < this.queue.length) {
       const entry = this.queue[this.head];
@@ -186,29 +187,29 @@ export class LocalExecutor implements TaskExecutor {
   private start(entry: Entry): void {
     const { host, config } = this;
     this.running.add(entry);
-    entry.attempt = new TaskAttempt(
-      {
-        executor: config.name,
-        kind: config.kind,
-        task: entry.task.id,
-        taskId: entry.taskId,
-        attempt: 1,
-        instanceId: host.instanceId,
-        timeoutMs: entry.timeoutMs,
-        clock: host.clock,
-        logger: host.logger,
-        emitter: host.emitter,
-        deadlines: this.deadlines,
-        onEnd: (r) => this.settle(entry, r),
-        onSettled: () => {
-          if (entry.attempt) this.deadlines.delete(entry.attempt);
-          this.running.delete(entry);
-          if (this.byId.get(entry.taskId) === entry) this.byId.delete(entry.taskId);
-          this.pump();
-        },
+    const attempt = new TaskAttempt({
+      executor: config.name,
+      kind: config.kind,
+      task: entry.task.id,
+      taskId: entry.taskId,
+      attempt: 1,
+      instanceId: host.instanceId,
+      timeoutMs: entry.timeoutMs,
+      clock: host.clock,
+      logger: host.logger,
+      emitter: host.emitter,
+      deadlines: this.deadlines,
+      onEnd: (r) => this.settle(entry, r),
+      onSettled: () => {
+        this.deadlines.delete(attempt);
+        this.running.delete(entry);
+        if (this.byId.get(entry.taskId) === entry) this.byId.delete(entry.taskId);
+        this.pump();
       },
-      (ctx, hook) => this.body(entry.task, entry.payload, ctx, hook),
-    );
+    });
+    // Known as the entry's before its handler runs: a handler may cancel its own task at once.
+    entry.attempt = attempt;
+    attempt.begin((ctx, hook) => this.body(entry.task, entry.payload, ctx, hook));
   }
 
   private settle(entry: Entry, r: AttemptResult): void {

@@ -161,25 +161,24 @@ class QueueExecutor implements TaskExecutor {
     const maxAttempts = job.opts.attempts ?? 1;
     let ended!: (r: AttemptResult) => void;
     const result = new Promise<AttemptResult>((resolve) => (ended = resolve));
-    const attempt = new TaskAttempt(
-      {
-        onEnd: (r) => ended(r),
-        executor: config.name,
-        kind: config.kind,
-        task: task.id,
-        taskId,
-        attempt: attemptNumber,
-        instanceId: host.instanceId,
-        timeoutMs: data.t,
-        clock: host.clock,
-        logger: host.logger,
-        emitter: host.emitter,
-        willRetry: () => job.attemptsMade + 1 < maxAttempts,
-      },
-      (ctx) =>
-        withTaskHook(host.hooks, { task: task.id, taskId, executor: config.name, kind: config.kind, instanceId: host.instanceId, attempt: attemptNumber, origin: data.c }, () => Promise.resolve(task.run(data.p, ctx))),
-    );
+    const attempt = new TaskAttempt({
+      onEnd: (r) => ended(r),
+      executor: config.name,
+      kind: config.kind,
+      task: task.id,
+      taskId,
+      attempt: attemptNumber,
+      instanceId: host.instanceId,
+      timeoutMs: data.t,
+      clock: host.clock,
+      logger: host.logger,
+      emitter: host.emitter,
+      willRetry: () => job.attemptsMade + 1 < maxAttempts,
+    });
     this.running.set(taskId, { attempt, job, token });
+    attempt.begin((ctx) =>
+      withTaskHook(host.hooks, { task: task.id, taskId, executor: config.name, kind: config.kind, instanceId: host.instanceId, attempt: attemptNumber, origin: data.c }, () => Promise.resolve(task.run(data.p, ctx))),
+    );
     try {
       const r = await result;
       if (r.ok) {
