@@ -264,12 +264,13 @@ export class Tasks {
     if (config.kind === 'loop') {
       executor = new LocalExecutor(config, host, (task, payload, ctx) => withTaskHook(host.hooks, start(task, ctx, config.kind), () => task.run(payload, ctx)));
     } else if (config.kind === 'worker') {
-      const pool = new ThreadPool({ name: config.name, maxThreads: config.concurrency, idleTimeoutMs: config.idleTimeoutMs, clock: host.clock, logger: host.logger, resourceLimits: config.resourceLimits });
+      const pool = new ThreadPool({ name: config.name, maxThreads: config.concurrency, idleTimeoutMs: config.idleTimeoutMs, clock: host.clock, logger: host.logger, resourceLimits: config.resourceLimits, ctx: { executor: config.name, instanceId: this.opts.instanceId } });
       executor = new LocalExecutor(
         config,
         host,
         (task, payload, ctx, hook) => {
-          const fields = { taskId: ctx.taskId, task: ctx.task, executor: ctx.executor, attempt: ctx.attempt, instanceId: ctx.instanceId };
+          // The executor and the node go to each thread once, with the pool (ThreadData).
+          const fields = { taskId: ctx.taskId, task: ctx.task, attempt: ctx.attempt };
           // The abort reaches the thread through the hook: no AbortSignal is made for a task that is not aborted.
           return withTaskHook(host.hooks, start(task, ctx, config.kind), () => pool.run({ kind: 'task', module: task.module ?? '', id: task.id, payload, ctx: fields }, hook));
         },

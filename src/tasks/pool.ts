@@ -20,7 +20,7 @@ import type { Logger } from '../logger.js';
 import { ErrorCodes, LeaseholdError, errorMessage, isLeaseholdError, leaseholdError } from '../errors.js';
 import type { AbortHook } from './execution.js';
 import type { WorkerResourceLimits } from '../schedule/limits.js';
-import { LOG_LEVELS, type AbortMessage, type LogMessage, type ThreadAnswer, type ThreadRequest } from './thread.js';
+import { LOG_LEVELS, levelBits, type AbortMessage, type LogMessage, type ThreadAnswer, type ThreadData, type ThreadRequest } from './thread.js';
 
 /** How long a thread whose handler was aborted gets to return before it is terminated. */
 export const TERMINATE_GRACE_MS = 500;
@@ -41,6 +41,8 @@ export interface ThreadPoolOptions {
   readonly terminateGraceMs?: number;
   /** The threads' limits (heap size, stack); undefined: Node's defaults. */
   readonly resourceLimits?: WorkerResourceLimits | undefined;
+  /** The context's fields every request of the pool shares: given to each thread once, not with each request. */
+  readonly ctx?: Readonly<Record<string, string>>;
 }
 
 /** A lazily made piscina pool. */
@@ -72,7 +74,8 @@ export class ThreadPool {
     this.up.unref();
     this.up.onmessage = (event: unknown) => this.log((event as { data: LogMessage }).data);
     const limits = opts.resourceLimits === undefined ? {} : { resourceLimits: opts.resourceLimits };
-    this.pool = new Piscina({ filename: WORKER_FILE, name: 'default', minThreads: 0, maxThreads: opts.maxThreads, idleTimeout: opts.idleTimeoutMs, ...limits });
+    const workerData: ThreadData = { channel: this.channel, ctx: opts.ctx ?? {} };
+    this.pool = new Piscina({ filename: WORKER_FILE, name: 'default', minThreads: 0, maxThreads: opts.maxThreads, idleTimeout: opts.idleTimeoutMs, workerData, ...limits });
     // A thread that fails while it runs no task: piscina replaces it and reports it as the pool's
     // 'error' event, which without a listener would end the node.
     this.pool.on('error', (err: unknown) => opts.logger.warn({ err, executor: opts.name }, 'worker executor "%s": a thread failed outside any task: %s', opts.name, errorMessage(err)));
@@ -92,7 +95,7 @@ export class ThreadPool {
    * and the thread is terminated if it has not answered after the grace; the promise then
    * rejects with the abort's reason. A pool that was closed refuses it (`invalidState`).
    */
-  async run(request: Omit<ThreadRequest, 'seq' | 'channel' | 'levels'>, hook: AbortHook): Promise<unknown> {
+  async run(request: Omit<ThreadRequest, 'seq' | 'levels'>, hook: AbortHook): Promise<unknown> {
     const { opts } = this;
     const pool = this.open(request);
     const seq = ++this.seq;
@@ -120,10 +123,10 @@ export class ThreadPool {
       );
     });
     try {
-      const levels = LOG_LEVELS.filter((l) => opts.logger.isLevelEnabled(l));
+      const levels = levelBits((l) => opts.logger.isLevelEnabled(l));
       let answer: ThreadAnswer;
       try {
-        answer = (await pool.run({ ...request, seq, channel: this.channel, levels }, { signal: terminate })) as ThreadAnswer;
+        answer = (await pool.run({ ...request, seq, levels }, { signal: terminate })) as ThreadAnswer;
       } catch (err) {
         if (terminated && aborted) throw aborted.reason;
         if (isOutOfMemory(err)) throw leaseholdError(ErrorCodes.workerOutOfMemory, { kind: request.kind, id: JSON.stringify(request.id), executor: JSON.stringify(opts.name), limits: describeLimits(opts.resourceLimits) }, { cause: err });

@@ -13,15 +13,25 @@ export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /**
- * What a thread is asked to run. Aborts reach the thread, and log lines the node, on the pool's
- * two broadcast channels (`<channel>:down`, `<channel>:up`) rather than a port made and
- * transferred per task, which would cost more than a small task does.
+ * What every thread of a pool is given once, as piscina's `workerData`: what each request would
+ * otherwise carry again. Aborts reach the thread, and log lines the node, on the pool's two
+ * broadcast channels (`<channel>:down`, `<channel>:up`) rather than a port made and transferred
+ * per task, which would cost more than a small task does.
+ */
+export interface ThreadData {
+  /** The pool's channel name. */
+  readonly channel: string;
+  /** The context's fields that every request of the pool shares (a task's executor and node). */
+  readonly ctx: Readonly<Record<string, string>>;
+}
+
+/**
+ * What a thread is asked to run: only what changes from one request to the next, since each is
+ * copied to the thread and a small task costs less than copying much ({@link ThreadData} has the rest).
  */
 export interface ThreadRequest {
   /** The request's number, which an abort names. */
   readonly seq: number;
-  /** The pool's channel name. */
-  readonly channel: string;
   /** A task (`payload` given) or a job's run. */
   readonly kind: 'task' | 'job';
   /** The module URL (or absolute path) that exports the task or job. */
@@ -29,10 +39,25 @@ export interface ThreadRequest {
   /** The task's or job's id. */
   readonly id: string;
   readonly payload?: unknown;
-  /** The context's plain fields (`signal` and `log` are made in the thread). */
+  /** The context's plain fields besides the pool's (`signal` and `log` are made in the thread). */
   readonly ctx: Readonly<Record<string, string | number | Date | undefined>>;
-  /** The levels the node writes, so `ctx.log.isLevelEnabled` answers in the thread. */
-  readonly levels: readonly LogLevel[];
+  /** The levels the node writes, so `ctx.log.isLevelEnabled` answers in the thread: {@link levelBits}. */
+  readonly levels: number;
+}
+
+/** The levels of {@link LOG_LEVELS} that `enabled` accepts, as bits (bit i: `LOG_LEVELS[i]`): a number is copied at no cost. */
+export function levelBits(enabled: (level: LogLevel) => boolean): number {
+  let bits = 0;
+  LOG_LEVELS.forEach((level, i) => {
+    if (enabled(level)) bits |= 1 << i;
+  });
+  return bits;
+}
+
+/** Whether `bits` (of {@link levelBits}) holds `level`. */
+export function hasLevel(bits: number, level: string): boolean {
+  const i = (LOG_LEVELS as readonly string[]).indexOf(level);
+  return i >= 0 && (bits & (1 << i)) !== 0;
 }
 
 /** A message from a thread: a log line through `ctx.log`, with the task's or run's bindings. */

@@ -9,11 +9,12 @@
 import { extname, isAbsolute } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { BroadcastChannel } from 'node:worker_threads';
+import { workerData } from 'piscina';
 import { ErrorCodes, LeaseholdError, errorMessage } from '../errors.js';
 import { typeScriptLoader } from '../peer.js';
 import { findDecorated, refuseAsyncInThread } from '../decorators/lookup.js';
 import type { Logger } from '../logger.js';
-import { markWorkerThread, type AbortMessage, type LogLevel, type ThreadAnswer, type ThreadRequest } from './thread.js';
+import { hasLevel, markWorkerThread, type AbortMessage, type LogLevel, type ThreadAnswer, type ThreadData, type ThreadRequest } from './thread.js';
 
 // Before any task's or job's module is loaded: `isWorkerThread()` answers true in them.
 markWorkerThread();
@@ -65,8 +66,10 @@ function find(mod: Record<string, unknown>, kind: 'task' | 'job', id: string): {
   return look(mod, 2);
 }
 
-/** The pool's channels in this thread, by name: aborts come down one, log lines go up the other. */
-const channels = new Map<string, { up: BroadcastChannel; down: BroadcastChannel }>();
+/** What the pool gave this thread once (see ThreadData). */
+const shared = workerData as ThreadData;
+/** The pool's channels, opened with the thread's first request: aborts come down one, log lines go up the other. */
+let channels: { up: BroadcastChannel; down: BroadcastChannel } | undefined;
 /** The handlers running in this thread, by request number: their abort, made when the handler reads its signal or an abort comes. */
 const running = new Map<number, Running>();
 
@@ -96,26 +99,24 @@ function handlerOf(mod: Record<string, unknown>, req: ThreadRequest): Found {
   return inModule.get(key);
 }
 
-function channelsOf(name: string): { up: BroadcastChannel; down: BroadcastChannel } {
-  let c = channels.get(name);
-  if (!c) {
-    const down = new BroadcastChannel(`${name}:down`);
-    const up = new BroadcastChannel(`${name}:up`);
+function openChannels(): { up: BroadcastChannel; down: BroadcastChannel } {
+  if (!channels) {
+    const down = new BroadcastChannel(`${shared.channel}:down`);
+    const up = new BroadcastChannel(`${shared.channel}:up`);
     down.unref();
     up.unref();
     down.onmessage = (event: unknown) => {
       const m = (event as { data: AbortMessage }).data;
       if (m.type === 'abort') running.get(m.seq)?.abort(new LeaseholdError(m.code, m.message));
     };
-    c = { up, down };
-    channels.set(name, c);
+    channels = { up, down };
   }
-  return c;
+  return channels;
 }
 
 /** A logger that sends its lines to the node, with the task's or run's bindings. */
 function portLogger(req: ThreadRequest, bindings: Record<string, unknown>): Logger {
-  const { up } = channelsOf(req.channel);
+  const { up } = openChannels();
   const send = (level: LogLevel) => (...args: unknown[]): void => {
     try {
       up.postMessage({ type: 'log', level, bindings, args });
@@ -124,14 +125,13 @@ function portLogger(req: ThreadRequest, bindings: Record<string, unknown>): Logg
       up.postMessage({ type: 'log', level, bindings, args: args.map((a) => (typeof a === 'object' && a !== null ? String(a) : typeof a === 'function' ? '[function]' : a)) });
     }
   };
-  const levels = new Set<string>(req.levels);
   return {
     error: send('error'),
     warn: send('warn'),
     info: send('info'),
     debug: send('debug'),
     child: (more) => portLogger(req, { ...bindings, ...more }),
-    isLevelEnabled: (level) => levels.has(level),
+    isLevelEnabled: (level) => hasLevel(req.levels, level),
   };
 }
 
@@ -148,7 +148,7 @@ class ThreadContext {
   readonly submit: () => Promise<never>;
 
   constructor(req: ThreadRequest, abort: Running) {
-    Object.assign(this, req.ctx);
+    Object.assign(this, shared.ctx, req.ctx);
     this.#req = req;
     this.#abort = abort;
     this.submit = () => Promise.reject(new LeaseholdError(ErrorCodes.invalidTask, `${req.kind} "${req.id}": ctx.submit is not available on a worker thread; submit from a job or task on the event loop`));
@@ -161,7 +161,7 @@ class ThreadContext {
   get log(): Logger {
     if (!this.#log) {
       const req = this.#req;
-      const c = req.ctx;
+      const c = { ...shared.ctx, ...req.ctx };
       const attempt = typeof c['attempt'] === 'number' && c['attempt'] > 1 ? { attempt: c['attempt'] } : {};
       // The bindings the node's own logger would give: the task's, or the run's.
       this.#log = portLogger(req, req.kind === 'task' ? { task: c['task'], taskId: c['taskId'], executor: c['executor'], ...attempt } : { jobId: c['jobId'], runId: c['runId'], ...attempt });
@@ -173,7 +173,7 @@ class ThreadContext {
 /** Runs one task or job handler; piscina calls this for each request. */
 export default async function runInThread(req: ThreadRequest): Promise<ThreadAnswer> {
   const abort = new Running();
-  channelsOf(req.channel);
+  openChannels();
   running.set(req.seq, abort);
   try {
     let mod: Record<string, unknown>;
