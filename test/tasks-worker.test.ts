@@ -47,10 +47,12 @@ test('a worker executor costs nothing until its first task, then runs tasks in w
   assert.notEqual(result.threadId, threadId, 'the handler ran in another thread');
   assert.equal(result.task, 'hash');
   assert.equal(result.taskId, h.id);
+  assert.deepEqual([result.attempt, result.executor, result.instanceId], [1, 'cpu', r.instanceId], "the thread's context names the executor and the node");
   const line = log.lines.find((l) => /hashing in thread/.test(String(l['msg'])));
   assert.ok(line, 'ctx.log in the thread reaches the node logger');
   assert.equal(line['task'], 'hash');
   assert.equal(line['taskId'], h.id);
+  assert.equal(line['executor'], 'cpu');
   assert.equal(line['rounds'], 1000);
   assert.equal(await (await r.submit<number, number>('in-array', 21)).result(), 42, 'a task found in an exported array');
   await assert.rejects((await r.submit(fails, null)).result(), /the report template is missing/);
