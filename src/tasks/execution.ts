@@ -115,7 +115,7 @@ export class TaskAttempt implements AbortHook {
   /**
    * Runs the handler, within this call: its executor calls it once the attempt is known as the
    * task's (a handler may cancel its own task at once). Nothing waits a microtask before it: that
-   * wait, for every task, cost a third of the loop executor's throughput (docs/benchmarks.md, S6).
+   * wait, for every task, cost the loop executor about a fifth of its throughput (docs/benchmarks.md, S6).
    */
   begin(body: AttemptBody): void {
     void this.run(body);
