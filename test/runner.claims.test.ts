@@ -324,3 +324,31 @@ test('a tick this node skipped because its own run overran is an overrun, not al
   assert.deepEqual(events, ['start 0', 'skip 1000 overrun', 'start 2000', 'start 2000', 'skip 3000 overrun', 'skip 4000 overrun', 'start 5000', 'skip 6000 overrun']);
   await core.stop();
 });
+
+test('a tick counted as a failed claim before the job was due again is not taken off the ticks missed since', async () => {
+  // Every second, then every 2 s from 3.5 s on. Redis was away for the ticks at 4 s and 6 s: the
+  // claims fail. The claim of 8 s finds the last claimed tick at 2 s and two ticks counted as
+  // failed claims, 3 s (on the old schedule, before the job was due again) and 6 s. Of the new
+  // schedule's ticks before 8 s, 4 s was counted by no one: it is missed; 6 s is not.
+  const clock = new ManualClock(T0 + 500);
+  const { logger } = memoryLogger();
+  const overrides: Record<string, string> = {};
+  const coordinator = scripted((r) => {
+    const at = r.tick - T0;
+    if (at === 4_000 || at === 6_000) return new LeaseholdError('redisError', 'Connection is closed.');
+    if (at === 8_000) return { kind: 'claimed', lease: lease(9, () => {}), token: 9, previousTick: T0 + 2_000, serverNowMs: r.tick, failedTicks: [T0 + 3_000, T0 + 6_000] };
+    return { kind: 'claimed', lease: lease(1, () => {}), token: 1, previousTick: r.tick - 1_000, serverNowMs: r.tick };
+  });
+  const core = new Scheduler({ instanceId: 'me', logger, shutdownGraceMs: 0, clock, coordinator, settings: { get: () => ({ ...overrides }) } });
+  const missed: number[] = [];
+  core.on('missed', (e) => missed.push(e.count));
+  core.add({ id: 'j', scope: 'installation', cron: '* * * * * *', run: () => {} });
+  core.start();
+  await clock.advance(3_000);
+  overrides['cron'] = '*/2 * * * * *';
+  core.refresh('j');
+  await clock.advance(5_000);
+  assert.deepEqual(coordinator.requests.map((r) => r.tick - T0), [1_000, 2_000, 3_000, 4_000, 6_000, 8_000]);
+  assert.deepEqual(missed, [1]);
+  await core.stop();
+});

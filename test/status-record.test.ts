@@ -211,7 +211,7 @@ describe('record.lua', () => {
     const [won] = await claimScript(redis, [{ ...claimKeys, tick: 5_000, holder: 'a' }]);
     assert.ok(won !== undefined && !(won instanceof Error) && won.kind === 'claimed', String(won));
     assert.equal(won.previousTick, 1_000);
-    assert.equal(won.failedBetween, 3);
+    assert.deepEqual(won.failedTicks, [2_000, 4_000, 3_000], 'the three ticks, in the order their records counted them');
     assert.equal(await redis.hget(k.state(job), 'failed'), '');
     // A tick claimed since (5000 ran), or counted missed by that claim (a record that comes late): not a run.
     assert.equal(await send('b#1', 2, { leaseLost: [failedClaim(4_500, 'b'), failedClaim(5_000, 'b')] }), true);
@@ -243,7 +243,7 @@ describe('record.lua', () => {
       if (!recordFirst) await records();
       const failed = Number(await redis.hget(k.stats(job), 'failed'));
       // The claimant counts missed the grid ticks between 1000 and 3000 less those counted failed.
-      const missed = 1 - (won.failedBetween ?? 0);
+      const missed = 1 - (won.failedTicks?.length ?? 0);
       assert.equal(failed + missed, 1, `record first: ${recordFirst}: failed ${failed}, missed ${missed}`);
       assert.equal(failed, recordFirst ? 1 : 0);
     }

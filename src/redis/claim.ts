@@ -93,10 +93,10 @@ export type ClaimResult<L> =
   /**
    * The lease is ours for this tick: `token` is its fencing token, `previousTick` the tick
    * claimed before (null: none); `lost`, the run of an earlier claim this claim found lost and
-   * recorded; `failedBetween`, how many ticks between the two were counted as failed claims
-   * (by the records of the nodes whose claims of them got no answer), so not missed.
+   * recorded; `failedTicks`, the ticks between the two that were counted as failed claims (by
+   * the records of the nodes whose claims of them got no answer), so not missed.
    */
-  | { readonly kind: 'claimed'; readonly lease: L; readonly token: number; readonly previousTick: number | null; readonly serverNowMs: number; readonly lost?: LostRun; readonly failedBetween?: number }
+  | { readonly kind: 'claimed'; readonly lease: L; readonly token: number; readonly previousTick: number | null; readonly serverNowMs: number; readonly lost?: LostRun; readonly failedTicks?: readonly number[] }
   /** This tick, or a later one, was claimed already (it runs or ran elsewhere): never run it. `counted` when the skip was recorded with it. */
   | { readonly kind: 'done'; readonly lastTick: number; readonly counted: boolean }
   /** Another run (of an earlier tick) holds the lease: `holder` is its instance id, `value` the whole lease value, `pttlMs` its time to live (-1: none). */

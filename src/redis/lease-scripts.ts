@@ -56,7 +56,7 @@ function claimResult(answer: unknown): ClaimResult<string> | LeaseholdError | un
     case 'claimed':
       if (isInteger(a) && typeof b === 'string' && isInteger(c) && isInteger(d)) {
         const lost = typeof e === 'string' ? parseRunMarker(e, d) : undefined;
-        return { kind, lease: b, token: a, previousTick: c < 0 ? null : c, serverNowMs: d, ...(lost ? { lost } : {}), ...(isInteger(f) && f > 0 ? { failedBetween: f } : {}) };
+        return { kind, lease: b, token: a, previousTick: c < 0 ? null : c, serverNowMs: d, ...(lost ? { lost } : {}), ...failedTicksOf(f) };
       }
       break;
     case 'paused':
@@ -130,4 +130,10 @@ export async function releaseScript(redis: RedisClient, jobs: readonly ReleaseSc
     const reply = await commands(redis).leaseholdRelease(keys.length, ...keys, ...argv);
     return perJob('release', reply, valid.length, flag);
   });
+}
+
+/** The claim's `failedTicks` from its reply's space-separated ticks (none: no member). */
+function failedTicksOf(reply: unknown): { failedTicks?: readonly number[] } {
+  const ticks = typeof reply === 'string' ? reply.split(' ').filter((t) => t !== '').map(Number).filter(Number.isSafeInteger) : [];
+  return ticks.length > 0 ? { failedTicks: ticks } : {};
 }

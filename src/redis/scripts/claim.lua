@@ -93,17 +93,17 @@
                               paused skip counted (previousTick -1: none)
     {'notDue', dueMs}         mode 'delay' and tick is before state.due
     {'held', value, pttlMs}   someone holds the lease (pttlMs -1: no TTL)
-    {'claimed', token, value, previousTick, serverNowMs, lost, failedBetween}
+    {'claimed', token, value, previousTick, serverNowMs, lost, failedTicks}
                               claimed: state.tick = tick (not for 'manual'),
                               state.fence incremented to token, state.run set
                               to this claim's marker, lease set with leaseMs;
                               previousTick is the last claimed tick or -1.
                               lost is '' or the marker of a run found lost
-                              and recorded here (see below); failedBetween
+                              and recorded here (see below); failedTicks
                               the ticks after previousTick and before this one
-                              that records of failed claims counted (state
-                              `failed`, from which this claim removes every
-                              tick up to its own): not missed
+                              that records of failed claims counted, space-
+                              separated (state `failed`, from which this claim
+                              removes every tick up to its own): not missed
 
   A lost run: a claim that takes the lease finds the running marker of an
   earlier claim still set. That run's lease expired and its run was neither
@@ -343,7 +343,7 @@ local function claim(leaseKey, stateKey, statsKey, runsKey, job)
   local fields = {'fence', fence, 'run', run}
   -- The ticks since the last claimed one that the records of failed claims counted (record.lua):
   -- the claimant does not count them missed. Those up to this tick are done with.
-  local failedBetween = 0
+  local failedTicks = {}
   if mode == 'manual' then
     for _, v in ipairs({'manual', job.request or '', 'manualAt', string.format('%d', nowMs)}) do fields[#fields + 1] = v end
   else
@@ -354,7 +354,7 @@ local function claim(leaseKey, stateKey, statsKey, runsKey, job)
       for t in string.gmatch(state[9], '%S+') do
         local n = tonumber(t)
         if n and n > tick then later[#later + 1] = t
-        elseif n and n < tick and (not lastTick or n > lastTick) then failedBetween = failedBetween + 1 end
+        elseif n and n < tick and (not lastTick or n > lastTick) then failedTicks[#failedTicks + 1] = t end
       end
       fields[#fields + 1] = 'failed'
       fields[#fields + 1] = table.concat(later, ' ')
@@ -370,7 +370,7 @@ local function claim(leaseKey, stateKey, statsKey, runsKey, job)
   end
   redis.call('HSET', stateKey, unpack(fields))
   if state[8] then redis.call('HDEL', stateKey, gaveUpField) end
-  return {'claimed', token, value, lastTick or -1, nowMs, lost, failedBetween}
+  return {'claimed', token, value, lastTick or -1, nowMs, lost, table.concat(failedTicks, ' ')}
 end
 
 local replies = {}
