@@ -128,7 +128,7 @@ export async function mergeQueues(redis: RedisClient, prefix: string, rows: Exec
   // BullMQ (an optional peer) is loaded only when there is a queue to read; without it the
   // counts are unreadable, said with the package to install. The queues are read together.
   const queues = [...byName];
-  const read = queues.length === 0 ? [] : await Promise.all(queues.map(([name]) => importPeer('bullmq', 'the counts of queue executors', () => import('./queue-counts.js'))
+  const read = await Promise.all(queues.map(([name]) => importPeer('bullmq', 'the counts of queue executors', () => import('./queue-counts.js'))
     .then(({ queueCounts }) => queueCounts(redis, prefix, name))
     .catch((err: unknown) => void onCountsError(name, err))));
   for (const [i, [name, list]] of queues.entries()) {

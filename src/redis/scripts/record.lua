@@ -261,12 +261,12 @@ end
 local time = redis.call('TIME')
 local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
--- Removes the fields of the writers that last renewed before `before` (ms), and any field
--- that is not a writer's `.seq` or `.renewedAt` with its `.renewedAt` beside it.
 -- How many ticks counted from failed claims the claim state keeps until a claim of a later tick
 -- (claim.lua): a Redis away for longer drops the oldest, which that claim then counts missed too.
 local FAILED_KEPT = 100
 
+-- Removes the fields of the writers that last renewed before `before` (ms), and any field
+-- that is not a writer's `.seq` or `.renewedAt` with its `.renewedAt` beside it.
 local function forgetWriters(writersKey, before)
   local all = redis.call('HGETALL', writersKey)
   local renewedAt = {}
