@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { keys } from '../src/redis/keys.js';
-import { MAX_CLAIM_LEAD_MS } from '../src/runner/claims.js';
+import { MAX_CLAIM_LEAD_MS } from '../src/runner/leads.js';
 import { startRedis, type TestRedis } from '../test/helpers/redis.js';
 import { Cluster, readCounters } from './cluster.js';
 import type { ChaosJobId } from './jobs.js';

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Scheduler } from '../src/runner/runner.js';
-import { MAX_CLAIM_LEAD_MS, nextClaimLead } from '../src/runner/claims.js';
+import { MAX_CLAIM_LEAD_MS, nextClaimLead } from '../src/runner/leads.js';
 import type { ClaimResult, ClaimRequest, Coordinator, HeldLease } from '../src/lease/port.js';
 import { LeaseholdError, type JobContext } from '../src/index.js';
 import { ManualClock } from './helpers/clock.js';
@@ -221,6 +221,36 @@ test('claim leads double from the coordinator\'s as round trips need, halve when
   const seen: number[] = [];
   for (let lead = MAX_CLAIM_LEAD_MS; lead > 10; ) seen.push(lead = nextClaimLead(lead, 3, 10));
   assert.deepEqual(seen, [160, 80, 40, 20, 10]);
+});
+
+test('the claims of jobs due together go out together every tick, however differently their answers came', async () => {
+  // Answers of one call come back one after another, and a busy node reads some of them late:
+  // a job whose answer came late must not go out alone, earlier, at the next tick.
+  const clock = new ManualClock(T0 + 500);
+  const sent: Array<[tick: number, at: number]> = [];
+  let n = 0;
+  const c: Coordinator = {
+    claimLeadMs: 10,
+    claim: (r) => {
+      sent.push([r.tick, clock.now()]);
+      const answerMs = [1, 30, 2, 60, 3, 14][n++ % 6] ?? 1;
+      return new Promise((resolve) => clock.setTimer(() => resolve({ kind: 'claimed', lease: lease(1, () => {}), token: 1, previousTick: null, serverNowMs: clock.now() }), answerMs));
+    },
+    close: async () => {},
+  };
+  const { logger } = memoryLogger();
+  const core = new Scheduler({ instanceId: 'me', logger, shutdownGraceMs: 0, clock, coordinator: c });
+  const lateMs: number[] = [];
+  core.on('runStarted', (e) => lateMs.push(e.startedAt - e.scheduledAt));
+  for (let i = 0; i < 5; i++) core.add({ id: `j${i}`, scope: 'installation', cron: '* * * * * *', run: () => {} });
+  core.start();
+  await clock.advance(20_500);
+  const moments = new Map<number, Set<number>>();
+  for (const [tick, at] of sent) moments.set(tick, (moments.get(tick) ?? new Set()).add(at));
+  assert.ok(moments.size >= 20, `${moments.size} ticks claimed`);
+  for (const [tick, at] of moments) assert.equal(at.size, 1, `the claims of tick ${tick - T0} went out at ${[...at].map((t) => t - tick).join(', ')} ms`);
+  assert.ok(lateMs.slice(10).every((ms) => ms === 0), `once the lead is learned every run starts on its tick: ${lateMs.join(', ')}`);
+  await core.stop();
 });
 
 test('a claim lead is at most a quarter of the interval, and 250 ms', async () => {

@@ -9,7 +9,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { keys } from '../../src/redis/keys.js';
-import { MAX_CLAIM_LEAD_MS } from '../../src/runner/claims.js';
+import { MAX_CLAIM_LEAD_MS } from '../../src/runner/leads.js';
 import { Checks } from '../report.js';
 import { readRunLog, startsOf, waitForLog, endOf } from '../runlog.js';
 import { stopGracefully, compareCounts, duplicates, missedCount, recentRuns, stage, tickCoverage, type Scenario } from '../scenario.js';

@@ -5,7 +5,7 @@
  * @module
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { MAX_CLAIM_LEAD_MS } from '../../src/runner/claims.js';
+import { MAX_CLAIM_LEAD_MS } from '../../src/runner/leads.js';
 import { waitRedisHealthy } from '../cluster.js';
 import { Checks } from '../report.js';
 import { endOf, readRunLog, startsOf, waitForLog } from '../runlog.js';

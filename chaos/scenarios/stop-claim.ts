@@ -12,7 +12,7 @@
  * @module
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { MAX_CLAIM_LEAD_MS } from '../../src/runner/claims.js';
+import { MAX_CLAIM_LEAD_MS } from '../../src/runner/leads.js';
 import { Checks } from '../report.js';
 import { readRunLog, startsOf } from '../runlog.js';
 import { compareCounts, duplicates, missedCount, stage, tickCoverage, type Scenario } from '../scenario.js';

@@ -16,46 +16,7 @@ import type { Emitter, SkipReason } from './events.js';
 import { countMissedTicks } from './missed.js';
 import type { Slot } from './slot.js';
 import type { Timetable } from './timetable.js';
-
-/** The longest a claim goes out before its tick, ms, however slow its answers come. */
-export const MAX_CLAIM_LEAD_MS = 250;
-
-/**
- * How early a job's claim goes out while none of its claims has been answered yet: the
- * coordinator's `baseMs` doubled four times, at most {@link MAX_CLAIM_LEAD_MS} (160 ms for
- * Redis's 10). A node's first claims are its slowest: every job due at its first tick claims at
- * once, its code is not optimized yet, and its heap grows. With a first lead of 10 ms, the first
- * run of a node of S3 (a third of 1,000 jobs) started 37 to 128 ms late and its last 156 to 232;
- * with 160 ms, its last started 35 to 54 ms late. From the first answer on the lead follows the
- * round trips ({@link nextClaimLead}).
- */
-export function firstClaimLead(baseMs: number): number {
-  return Math.min(baseMs * 16, MAX_CLAIM_LEAD_MS);
-}
-
-/** The job's claim lead now: the one its last round trips asked for, or the first one. */
-export function claimLeadOf(slot: Slot, baseMs: number): number {
-  return slot.claimLeadMs > 0 ? slot.claimLeadMs : firstClaimLead(baseMs);
-}
-
-/**
- * The lead of a job's next claim after one that took `roundTripMs`: enough for that round trip
- * with a quarter to spare (a tick of a thousand jobs queues their claims in Redis for tens of
- * ms, and its runs would start that late). Leads are the coordinator's `baseMs` doubled as often
- * as needed, so that jobs due together still fire together and their claims travel in one
- * batch; a lead twice what its round trip needs halves at the next tick.
- */
-export function nextClaimLead(previousMs: number, roundTripMs: number, baseMs: number): number {
-  if (!(baseMs > 0)) return 0; // a coordinator without a lead claims on the tick
-  const needed = Math.ceil(roundTripMs * 1.25) + 2;
-  // The lead on the ladder: a lead at the cap stands for the step above it, so that it halves
-  // onto the ladder (250 to 160, not 125) and fires again with the jobs that never reached it.
-  let lead = baseMs;
-  while (lead < previousMs) lead *= 2;
-  if (needed > lead) while (lead < needed && lead < MAX_CLAIM_LEAD_MS) lead *= 2;
-  else if (needed <= lead / 2) lead = Math.max(baseMs, lead / 2);
-  return Math.min(lead, MAX_CLAIM_LEAD_MS);
-}
+import type { ClaimLeads } from './leads.js';
 
 /** What the claim protocol needs of the runner. */
 export interface ClaimHost {
@@ -63,6 +24,10 @@ export interface ClaimHost {
   readonly emitter: Emitter;
   readonly coordinator: Coordinator;
   readonly timetable: Timetable;
+  /** How long before a grid tick an installation claim goes out, by schedule. */
+  readonly leads: ClaimLeads;
+  /** The schedule's claim lead grew: the next fires of its jobs, planned already, go out earlier. */
+  leadGrew(schedule: string): void;
   readonly instanceId: string;
   /** Whether runs may start (the runner runs and is not stopping). */
   readonly isRunning: boolean;
@@ -189,12 +154,10 @@ export class Claims {
     }
   }
 
-  /** Sets the job's claim lead from a round trip; a lead that grew moves the next fire, planned already, earlier. */
+  /** Learns the schedule's claim lead from a round trip; a lead that grew moves its jobs' next fires, planned already, earlier. */
   private learnLead(slot: Slot, roundTripMs: number): void {
-    const base = this.host.coordinator.claimLeadMs ?? 0;
-    const before = claimLeadOf(slot, base);
-    slot.claimLeadMs = nextClaimLead(before, roundTripMs, base);
-    if (slot.claimLeadMs > before) this.host.timetable.refire(slot);
+    const schedule = slot.effective?.trigger.key;
+    if (schedule !== undefined && this.host.leads.learn(schedule, roundTripMs)) this.host.leadGrew(schedule);
   }
 
   /** Another run holds the lease: try again within the misfire grace, or skip the tick. */

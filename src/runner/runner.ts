@@ -24,6 +24,7 @@ import { fireTick } from './fire.js';
 import { ALONE, type ClaimOrder } from './order.js';
 import { SharedClock } from './shared-clock.js';
 import { Timetable, type TimetableHost } from './timetable.js';
+import { ClaimLeads } from './leads.js';
 import type { RunHooks } from './hooks.js';
 import type { SubmitTask } from '../schedule/submit.js';
 import { NO_EXECUTORS, NO_SETTINGS, type SchedulerOptions } from './ports.js';
@@ -38,6 +39,8 @@ export class Scheduler implements TimetableHost, ClaimHost {
   readonly emitter: Emitter;
   readonly timetable: Timetable;
   readonly coordinator: Coordinator;
+  /** How long before a grid tick an installation claim goes out, by schedule. */
+  readonly leads: ClaimLeads;
   /** Who claims installation ticks; see {@link ClaimOrder}. */
   readonly order: ClaimOrder;
   private readonly claims: Claims;
@@ -56,6 +59,7 @@ export class Scheduler implements TimetableHost, ClaimHost {
     this.clock = completeClock(opts.clock);
     this.log = opts.logger;
     this.coordinator = opts.coordinator ?? localCoordinator(this.clock);
+    this.leads = new ClaimLeads(this.coordinator.claimLeadMs ?? 0);
     this.settings = opts.settings ?? NO_SETTINGS;
     this.order = opts.claimOrder ?? ALONE;
     this.hooks = opts.hooks;
@@ -241,6 +245,11 @@ export class Scheduler implements TimetableHost, ClaimHost {
   /** Applies a job's settings again (the timetable asks after moving a grid). */
   resolve(slot: Slot): void {
     slot.resolve(this.settings, this.emitter, this.log, this.now());
+  }
+
+  /** A schedule's claim lead grew: its jobs' next fires go out earlier (the lead is shared: see `leads.ts`). */
+  leadGrew(schedule: string): void {
+    for (const slot of this.slots.values()) if (slot.effective?.trigger.key === schedule) this.timetable.refire(slot);
   }
 
   /** The claims of the jobs due at one wake travel together, and leave before anything else. */

@@ -41,6 +41,8 @@ export class Slot {
   /** The timetable entry of a pending claim retry. */
   retrySeq = 0;
   nextAt: number | null = null;
+  /** When the fire for `nextAt` goes out (a claim lead before it, or a hand-off after it). */
+  nextFireAt = Infinity;
   /** The last tick this node handled (ran, claimed or skipped). */
   lastTick = -Infinity;
   /**
@@ -48,11 +50,6 @@ export class Slot {
    * a resume, a return to a valid schedule, or a new schedule. Ticks before it are not missed.
    */
   dueSince = -Infinity;
-  /**
-   * How long before its grid tick this job's claim goes out, learned from the round trips of its
-   * last claims (0 until one is answered: the first claim lead, see `firstClaimLead`).
-   */
-  claimLeadMs = 0;
   /** Grid ticks this node skipped as overruns since its last claim won (undefined: none). */
   private overruns: number[] | undefined;
   /** The tick whose claim is in flight: nothing else starts meanwhile. */

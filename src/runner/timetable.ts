@@ -5,9 +5,9 @@
  * @module
  */
 import { MAX_TIMER_MS, nextTurn, type TimerHandle, type Timers } from '../clock.js';
-import type { ClaimMode, Coordinator } from '../lease/port.js';
+import type { ClaimMode } from '../lease/port.js';
 import type { Emitter } from './events.js';
-import { claimLeadOf } from './claims.js';
+import type { ClaimLeads } from './leads.js';
 import { MinHeap } from './heap.js';
 import { placeOf, type ClaimOrder } from './order.js';
 import type { Slot } from './slot.js';
@@ -35,8 +35,8 @@ export interface TimetableHost {
   now(): number;
   /** Whether fires may be planned (the runner runs). */
   readonly isRunning: boolean;
-  /** Its `claimLeadMs`: how long before a grid tick an installation claim may be sent. */
-  readonly coordinator: Pick<Coordinator, 'claimLeadMs'>;
+  /** How long before a grid tick an installation claim goes out, by schedule. */
+  readonly leads: ClaimLeads;
   /** Who claims installation ticks. */
   readonly order: ClaimOrder;
   /** A job's tick is due (`now` may be up to the claim lead before it). */
@@ -111,9 +111,11 @@ export class Timetable {
     this.at(slot, this.fireAt(slot, tick), tick);
   }
 
-  /** Plans the job's next fire again for the tick it is planned for, at its claim lead now. */
+  /** Plans the job's next fire again for the tick it is planned for, when its claim lead now has it go out earlier. */
   refire(slot: Slot): void {
-    if (slot.nextAt !== null) this.push(slot, this.fireAt(slot, slot.nextAt), slot.nextAt, 'fire', 'grid', false);
+    if (slot.nextAt === null) return;
+    const at = this.fireAt(slot, slot.nextAt);
+    if (at < slot.nextFireAt) this.push(slot, at, slot.nextAt, 'fire', 'grid', false);
   }
 
   /** Plans a claim retry of `tick` at `at`. */
@@ -134,18 +136,16 @@ export class Timetable {
 
   /**
    * When a tick fires. An installation job: its first claimer fires ahead of a grid tick (cron,
-   * fixedRate) by the lead its last claims' round trips asked for (before any, its first claim
-   * lead), at most a quarter of its interval, so the claim's round trip is over when the tick
-   * comes (the run still starts on the tick); the backup and the others fire a hand-off delay
-   * after it. Everything else fires on the tick.
+   * fixedRate) by its schedule's claim lead (see `leads.ts`), at most a quarter of its interval,
+   * so the claim's round trip is over when the tick comes (the run still starts on the tick);
+   * the backup and the others fire a hand-off delay after it. Everything else fires on the tick.
    */
   private fireAt(slot: Slot, tick: number): number {
     if (slot.job.scope !== 'installation') return tick;
     if (placeOf(this.host.order, slot.job.id, slot.effective?.trigger.kind === 'fixedDelay', tick) >= 1) return tick + this.host.order.handoffMs;
-    const lead = this.host.coordinator.claimLeadMs ?? 0;
     const trigger = slot.effective?.trigger;
-    if (lead <= 0 || !trigger || trigger.kind === 'fixedDelay') return tick;
-    return tick - Math.min(claimLeadOf(slot, lead), Math.floor(trigger.intervalMs / 4));
+    if (!trigger || trigger.kind === 'fixedDelay') return tick;
+    return tick - Math.min(this.host.leads.plan(trigger.key, tick), Math.floor(trigger.intervalMs / 4));
   }
 
   private push(slot: Slot, at: number, tick: number, kind: 'fire' | 'retry', mode: ClaimMode, announce = true): void {
@@ -154,6 +154,7 @@ export class Timetable {
     if (kind === 'fire') {
       slot.fireSeq = seq;
       slot.nextAt = tick;
+      slot.nextFireAt = at;
       if (announce) this.host.emitter.emit('scheduled', { jobId: slot.job.id, nextDueAt: tick });
     } else {
       slot.retrySeq = seq;
