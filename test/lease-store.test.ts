@@ -295,6 +295,35 @@ describe('redis lease store', () => {
       assert.equal(await raw.exists(...leases.map((l) => k.lease(l.jobId))), 0);
     });
 
+    it('answers the backups of ticks claimed already with one read and no script call, and claims the others', async () => {
+      const k = keys(`lh-backup-${randomUUID()}`);
+      const first = createLeaseStore(lease, k);
+      const backup = createLeaseStore(lease, k);
+      const [s] = await raw.time();
+      const tick = Number(s) * 1000 - 1000;
+      // The first claimer has jobs 0 to 3; it missed job 4 (down, or slow); job 5 is paused.
+      const leases: Lease[] = [];
+      for (let i = 0; i < 4; i++) leases.push(claimed(await first.claim({ jobId: `job-${i}`, tick, leaseMs: 5000, holder: 'first', mode: 'grid' })).lease);
+      const before = await scriptCalls();
+      const reads = Number(/^cmdstat_hget:calls=(\d+)/m.exec(await raw.info('commandstats'))?.[1] ?? 0);
+      const results = await Promise.all(Array.from({ length: 5 }, (_, i) =>
+        backup.claim({ jobId: `job-${i}`, tick, leaseMs: 5000, holder: 'backup', mode: 'grid', backup: true })));
+      assert.deepEqual(results.slice(0, 4), Array.from({ length: 4 }, () => ({ kind: 'done', lastTick: tick, counted: false })));
+      assert.equal(claimed(results[4] as ClaimResult<Lease>).lease.value.startsWith('backup since'), true, 'the tick nobody claimed is the backup\'s');
+      assert.equal(await scriptCalls() - before, 1, 'one script call, for the one tick not claimed');
+      const readsAfter = Number(/^cmdstat_hget:calls=(\d+)/m.exec(await raw.info('commandstats'))?.[1] ?? 0);
+      assert.equal(readsAfter - reads, 5, 'one read of each job\'s last claimed tick');
+      assert.equal(await raw.hget(k.stats('job-0'), 'skipped'), null, 'a backup finding the tick taken counts no skip');
+      // A later tick, its run before done: the backup's read finds it not claimed, and the claim decides.
+      assert.equal(await leases[0]?.release(), true);
+      const later = claimed(await backup.claim({ jobId: 'job-0', tick: tick + 1, leaseMs: 5000, holder: 'backup', mode: 'grid', backup: true }));
+      assert.equal(later.previousTick, tick);
+      // A state key of another type: the read is refused, and the claim says what it found.
+      await raw.set(k.state('job-9'), 'not a hash');
+      const damaged = await backup.claim({ jobId: 'job-9', tick, leaseMs: 5000, holder: 'backup', mode: 'grid', backup: true }).then((r) => r, (err: unknown) => err);
+      assert.ok(isLeaseholdError(damaged, 'corruptState'), String(damaged));
+    });
+
     it('answers one job\'s bad arguments with its own error and claims the others', async () => {
       const k = keys(`lh-batch-bad-${randomUUID()}`);
       const store = createLeaseStore(lease, k);
@@ -344,6 +373,9 @@ describe('redis lease store', () => {
       try {
         await assert.rejects(store.claim({ jobId: 'j', tick: tick + 1, leaseMs: 5000, holder: 'a', mode: 'grid' }),
           (err) => isLeaseholdError(err, 'redisError') && err.cause instanceof Error && /^Redis at 127\.0\.0\.1:\d+ is unreachable: [^;]+; tick \S+Z of "j" not claimed$/.test(err.message));
+        await assert.rejects(store.claim({ jobId: 'j', tick: tick + 1, leaseMs: 5000, holder: 'a', mode: 'grid', backup: true }),
+          (err) => isLeaseholdError(err, 'redisError') && /^Redis at 127\.0\.0\.1:\d+ is unreachable: [^;]+; tick \S+Z of "j" not claimed$/.test(err.message),
+          'a backup\'s read that gets no answer fails as its claim would');
         const started = performance.now();
         assert.equal(await held.extend(5000, performance.now() + 150), false, 'no answer before the deadline is lost');
         assert.ok(performance.now() - started < 280, 'the deadline is kept, not the command timeout');

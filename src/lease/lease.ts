@@ -14,7 +14,7 @@ import { claimScript, extendScript, isRefusedLate, releaseScript, type ClaimScri
 import { JOBS_PER_CALL } from '../redis/scripts.js';
 import type { Keys } from '../redis/keys.js';
 import { DEFAULT_RECENT_RUNS } from '../redis/record.js';
-import { isCluster } from '../redis/pipeline.js';
+import { isCluster, pipelined } from '../redis/pipeline.js';
 import { batcher, type Batcher } from './batcher.js';
 
 /**
@@ -137,6 +137,7 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
     return answers;
   };
   const claims = batcher<ClaimScriptArgs, ClaimResult<string>>(sendClaims, perCall);
+  const lastTicks = batcher<string, number | undefined>((stateKeys) => readLastTicks(redis, stateKeys), perCall);
   const releases = batcher<ReleaseScriptArgs, boolean>((jobs) => releaseScript(redis, jobs), perCall);
 
   const runsCap = options.runsCap ?? DEFAULT_RECENT_RUNS;
@@ -164,6 +165,11 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
       const claimedAt = clock.monotonic();
       let reply;
       try {
+        if (request.backup === true && mode !== 'manual') {
+          // The tick, or a later one, claimed already: what the claim would answer, uncounted.
+          const lastTick = await lastTicks.send(stateKey);
+          if (lastTick !== undefined && lastTick >= tick) return { kind: 'done', lastTick, counted: false };
+        }
         reply = await claims.send({
           leaseKey, stateKey, statsKey, runsKey, countSkip: request.countSkip ?? false,
           tick, leaseMs, holder, mode, nowGuardMs: request.nowGuardMs ?? Math.max(NOW_GUARD_MS, (request.leadMs ?? 0) + OFFSET_SLACK_MS), runsCap,
@@ -180,6 +186,20 @@ export function createLeaseStore(redis: RedisClient, keys: Keys, options: LeaseS
       return { ...reply, lease: new RedisLease(io, jobId, tick, reply.token, reply.lease, claimedAt, leaseKey, stateKey, reply.previousTick) };
     },
   };
+}
+
+/**
+ * The last claimed tick of each job (`HGET <state> tick`), pipelined: undefined where none is
+ * claimed yet or the field holds no integer, and where Redis refused the read (a key of the
+ * wrong type: the claim then says what it found). Rejects when Redis did not answer.
+ */
+async function readLastTicks(redis: RedisClient, stateKeys: readonly string[]): Promise<Array<number | undefined>> {
+  const replies = await pipelined(redis, stateKeys.map((key) => ({ key, queue: (p) => void p.hget(key, 'tick') })));
+  return replies.map(([err, value]) => {
+    if (err !== null && err.name !== 'ReplyError') throw err;
+    const tick = typeof value === 'string' ? Number(value) : NaN;
+    return Number.isSafeInteger(tick) ? tick : undefined;
+  });
 }
 
 /** What a {@link RedisLease} needs of its store. */

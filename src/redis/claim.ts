@@ -26,6 +26,12 @@ export interface ClaimRequest {
   readonly request?: string;
   /** How long before its tick the claim was sent, ms (on the node's measured Redis time): it is accepted that early. */
   readonly leadMs?: number;
+  /**
+   * The claim of the tick's backup claimer, sent a hand-off delay after the tick: most often the
+   * first claimer has the tick already, which a read of the job's last claimed tick tells without
+   * running the claim. The answer is the claim's all the same. Default false.
+   */
+  readonly backup?: boolean;
 }
 
 /** What `claim.lua` reads of one job besides its keys; see the script's header. */

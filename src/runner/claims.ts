@@ -84,6 +84,7 @@ export class Claims {
         countSkip: !catchUp && !backup && (mode === 'grid' || mode === 'delay'),
         ...(request === undefined ? {} : { request }),
         ...(ahead > 0 ? { leadMs: ahead } : {}),
+        ...(backup ? { backup } : {}),
       });
       // The first claimer's claim of a grid tick: its round trip sets how early the next one goes.
       if (mode === 'grid' && !backup) this.learnLead(slot, host.clock.monotonic() - sentAt);
