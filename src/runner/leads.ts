@@ -43,6 +43,9 @@ export function nextClaimLead(previousMs: number, roundTripMs: number, baseMs: n
   return Math.min(lead, MAX_CLAIM_LEAD_MS);
 }
 
+/** Ticks in a row whose round trips needed half the lead or less before the lead halves. */
+const CALM_TICKS = 4;
+
 /** The lead of one schedule on a node. */
 interface Lead {
   /** The lead, ms; 0 until a claim is answered (the first lead). */
@@ -51,6 +54,8 @@ interface Lead {
   slowestMs: number;
   /** The latest tick a fire was planned for with it. */
   plannedTick: number;
+  /** Ticks in a row, up to the last planned, whose round trips needed half the lead or less. */
+  calmTicks: number;
 }
 
 /** The claim leads of one node's schedules; see the module comment. */
@@ -73,7 +78,14 @@ export class ClaimLeads {
     const lead = this.of(schedule);
     if (tick > lead.plannedTick) {
       lead.plannedTick = tick;
-      if (lead.slowestMs >= 0) lead.ms = nextClaimLead(this.current(lead), lead.slowestMs, this.baseMs);
+      if (lead.slowestMs >= 0) {
+        const next = nextClaimLead(this.current(lead), lead.slowestMs, this.baseMs);
+        lead.calmTicks = next < this.current(lead) ? lead.calmTicks + 1 : 0;
+        if (lead.calmTicks >= CALM_TICKS || lead.ms === 0) {
+          lead.ms = next;
+          lead.calmTicks = 0;
+        }
+      }
       lead.slowestMs = -1;
     }
     return this.current(lead);
@@ -101,7 +113,7 @@ export class ClaimLeads {
   private of(schedule: string): Lead {
     let lead = this.bySchedule.get(schedule);
     if (lead === undefined) {
-      lead = { ms: 0, slowestMs: -1, plannedTick: -Infinity };
+      lead = { ms: 0, slowestMs: -1, plannedTick: -Infinity, calmTicks: 0 };
       this.bySchedule.set(schedule, lead);
     }
     return lead;
