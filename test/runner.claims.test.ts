@@ -383,3 +383,32 @@ test('a tick counted as a failed claim before the job was due again is not taken
   assert.deepEqual(missed, [1]);
   await core.stop();
 });
+
+test('a tick this node skipped as an overrun that another node counted as a failed claim is taken off the missed ticks once', async () => {
+  // The run of 1 s lasts 2.5 s: this node skips 2 s and 3 s as overruns. Another node's claim of
+  // 2 s got no answer and was counted failed. Nobody claims 4 s (this node is not among its
+  // claimers). The claim of 5 s finds the last claimed tick at 1 s: of 2, 3 and 4 s, only 4 s is missed.
+  const clock = new ManualClock(T0 + 500);
+  const { logger } = memoryLogger();
+  const coordinator = scripted((r) => {
+    if (r.tick === T0 + 5_000) return { kind: 'claimed', lease: lease(2, () => {}), token: 2, previousTick: T0 + 1_000, serverNowMs: r.tick, failedTicks: [T0 + 2_000] };
+    return { kind: 'claimed', lease: lease(1, () => {}), token: 1, previousTick: null, serverNowMs: r.tick };
+  });
+  const claimOrder = { place: (_job: string, tick: number | undefined) => (tick === T0 + 4_000 ? 2 : 0), handoffMs: 100 };
+  const core = new Scheduler({ instanceId: 'me', logger, shutdownGraceMs: 0, clock, coordinator, claimOrder });
+  const events: string[] = [];
+  core.on('skipped', (e) => events.push(`skip ${e.scheduledAt - T0} ${e.reason}`));
+  core.on('missed', (e) => events.push(`missed ${e.count}`));
+  core.add({
+    id: 'slow', scope: 'installation', cron: '* * * * * *',
+    run: (ctx: JobContext) => new Promise<void>((r) => {
+      clock.setTimer(r, 2_500);
+      ctx.signal.addEventListener('abort', () => r());
+    }),
+  });
+  core.start();
+  await clock.advance(4_600);
+  assert.deepEqual(coordinator.requests.map((r) => r.tick - T0), [1_000, 5_000]);
+  assert.deepEqual(events, ['skip 2000 overrun', 'skip 3000 overrun', 'missed 1']);
+  await core.stop();
+});

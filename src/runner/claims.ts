@@ -118,8 +118,8 @@ export class Claims {
           // nor those this node skipped as overruns of its own run (counted as overruns), nor those
           // counted as failed claims (Redis was away when they were due), of those since it was due.
           const after = Math.max(result.previousTick, slot.dueSince);
-          const failed = result.failedTicks?.filter((t) => t > after && t < tick).length ?? 0;
-          const count = countMissedTicks(eff.trigger, after, tick) - slot.takeOverruns(after, tick) - failed;
+          const failed = result.failedTicks?.filter((t) => t > after && t < tick) ?? [];
+          const count = countMissedTicks(eff.trigger, after, tick) - slot.takeOverruns(after, tick, failed) - failed.length;
           if (count > 0) host.emitter.emit('missed', { jobId: slot.job.id, count, afterTick: result.previousTick, beforeTick: tick });
         }
         host.startRun(slot, eff, tick, mode === 'manual', result.lease);

@@ -93,9 +93,12 @@ export class Slot {
     if (this.overruns.length > MAX_OVERRUNS_NOTED) this.overruns.shift();
   }
 
-  /** How many of the noted overruns lie strictly between two ticks; forgets every one noted. */
-  takeOverruns(after: number, before: number): number {
-    const n = this.overruns?.filter((t) => t > after && t < before).length ?? 0;
+  /**
+   * How many of the noted overruns lie strictly between two ticks, those in `countedElsewhere`
+   * (counted already as failed claims) left out; forgets every one noted.
+   */
+  takeOverruns(after: number, before: number, countedElsewhere: readonly number[] = []): number {
+    const n = this.overruns?.filter((t) => t > after && t < before && !countedElsewhere.includes(t)).length ?? 0;
     this.overruns = undefined;
     return n;
   }
