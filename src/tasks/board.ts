@@ -125,10 +125,12 @@ export async function mergeQueues(redis: RedisClient, prefix: string, rows: Exec
   const setKey = keys(prefix).queues;
   const unconsumed = (await redis.smembers(setKey).catch((err: unknown) => void onCountsError(setKey, err))) ?? [];
   for (const name of unconsumed) if (!byName.has(name)) byName.set(name, []);
-  // BullMQ (an optional peer) is loaded only when there is a queue to read; without it the
-  // counts are unreadable, said with the package to install. The queues are read together.
+  // BullMQ (an optional peer) is loaded once, and only when there is a queue to read; without it
+  // the counts are unreadable, said with the package to install. The queues are read together.
   const queues = [...byName];
-  const read = await Promise.all(queues.map(([name]) => importPeer('bullmq', 'the counts of queue executors', () => import('./queue-counts.js'))
+  let loading: Promise<typeof import('./queue-counts.js')> | undefined;
+  const counter = (): Promise<typeof import('./queue-counts.js')> => (loading ??= importPeer('bullmq', 'the counts of queue executors', () => import('./queue-counts.js')));
+  const read = await Promise.all(queues.map(([name]) => counter()
     .then(({ queueCounts }) => queueCounts(redis, prefix, name))
     .catch((err: unknown) => void onCountsError(name, err))));
   for (const [i, [name, list]] of queues.entries()) {
