@@ -29,7 +29,8 @@ export function firstClaimLead(baseMs: number): number {
  * with a quarter to spare (a tick of a thousand jobs queues their claims in Redis for tens of
  * ms, and its runs would start that late). Leads are the coordinator's `baseMs` doubled as often
  * as needed, so that schedules due together still fire together and their claims travel in one
- * batch; a lead twice what its round trips need halves at the next tick.
+ * batch; a lead twice what its round trips need halves (a schedule's, after {@link CALM_TICKS}
+ * such ticks in a row).
  */
 export function nextClaimLead(previousMs: number, roundTripMs: number, baseMs: number): number {
   if (!(baseMs > 0)) return 0; // a coordinator without a lead claims on the tick
@@ -71,8 +72,11 @@ export class ClaimLeads {
 
   /**
    * The lead of a fire planned for `tick` of `schedule`. The first fire planned for a later
-   * tick than the last one takes in the round trips answered since: it halves the lead when
-   * they needed half of it (at most once a tick, however many jobs the schedule has).
+   * tick than the last one takes in the round trips answered since (once a tick, however many
+   * jobs the schedule has): the first answers set the lead, and later it halves once
+   * {@link CALM_TICKS} ticks in a row needed half of it or less. Shared by every job due at the
+   * tick, a lead halved after one quick tick makes the whole next tick late when its answers
+   * come slower again.
    */
   plan(schedule: string, tick: number): number {
     const lead = this.of(schedule);
