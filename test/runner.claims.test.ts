@@ -34,6 +34,14 @@ function lease(token: number, onRelease: (handBack: boolean) => void): HeldLease
   return { token, watch: () => ({ stop() {}, check() {} }), release: async (_delayMs, handBack) => { onRelease(handBack === true); return true; } };
 }
 
+/** A run that lasts `ms` on the manual clock, or until it is aborted. */
+function lasting(clock: ManualClock, ms: number): (ctx: JobContext) => Promise<void> {
+  return (ctx) => new Promise<void>((r) => {
+    clock.setTimer(r, ms);
+    ctx.signal.addEventListener('abort', () => r());
+  });
+}
+
 function setup(coordinator: Coordinator) {
   const clock = new ManualClock(T0 + 500);
   const { logger } = memoryLogger();
@@ -292,10 +300,7 @@ test('with a claim lead, a run still going at the early fire is judged on the ti
   // Each run lasts until 5 ms before the next tick: inside the claim lead.
   core.add({
     id: 'j', scope: 'installation', cron: '* * * * * *',
-    run: (ctx: JobContext) => new Promise<void>((r) => {
-      clock.setTimer(r, 995);
-      ctx.signal.addEventListener('abort', () => r());
-    }),
+    run: lasting(clock, 995),
   });
   core.start();
   await clock.advance(2_600);
@@ -346,10 +351,7 @@ test('a tick this node skipped because its own run overran is an overrun, not al
   core.remove('rollup');
   core.add({
     id: 'slow', scope: 'installation', fixedRate: '1s',
-    run: (ctx: JobContext) => new Promise<void>((r) => {
-      clock.setTimer(r, 2_500);
-      ctx.signal.addEventListener('abort', () => r());
-    }),
+    run: lasting(clock, 2_500),
   });
   await clock.advance(4_000);
   assert.deepEqual(events, ['start 0', 'skip 1000 overrun', 'start 2000', 'start 2000', 'skip 3000 overrun', 'skip 4000 overrun', 'start 5000', 'skip 6000 overrun']);
@@ -401,14 +403,32 @@ test('a tick this node skipped as an overrun that another node counted as a fail
   core.on('missed', (e) => events.push(`missed ${e.count}`));
   core.add({
     id: 'slow', scope: 'installation', cron: '* * * * * *',
-    run: (ctx: JobContext) => new Promise<void>((r) => {
-      clock.setTimer(r, 2_500);
-      ctx.signal.addEventListener('abort', () => r());
-    }),
+    run: lasting(clock, 2_500),
   });
   core.start();
   await clock.advance(4_600);
   assert.deepEqual(coordinator.requests.map((r) => r.tick - T0), [1_000, 5_000]);
   assert.deepEqual(events, ['skip 2000 overrun', 'skip 3000 overrun', 'missed 1']);
+  await core.stop();
+});
+
+test('a backup claims a hand-off delay after the tick and says it is the backup, so the store reads before it claims; the first claimer does not', async () => {
+  const clock = new ManualClock(T0 + 500);
+  const { logger } = memoryLogger();
+  const sent: Array<[tick: number, atMs: number, backup: boolean]> = [];
+  const coordinator = scripted((r) => {
+    sent.push([r.tick - T0, clock.now() - r.tick, r.backup === true]);
+    return { kind: 'done', lastTick: r.tick, counted: false };
+  });
+  // This node is the backup of the even seconds and the first claimer of the odd ones.
+  const claimOrder = { place: (_job: string, tick: number | undefined) => ((tick ?? 0) - T0) % 2_000 === 0 ? 1 : 0, handoffMs: 100 };
+  const core = new Scheduler({ instanceId: 'me', logger, shutdownGraceMs: 0, clock, coordinator, claimOrder });
+  const skips: string[] = [];
+  core.on('skipped', (e) => skips.push(`${e.scheduledAt - T0} ${e.reason}`));
+  core.add({ id: 'j', scope: 'installation', cron: '* * * * * *', run: () => {} });
+  core.start();
+  await clock.advance(4_200);
+  assert.deepEqual(sent, [[1_000, 0, false], [2_000, 100, true], [3_000, 0, false], [4_000, 100, true]]);
+  assert.deepEqual(skips, ['1000 claimed', '3000 claimed'], 'a backup that finds the tick taken is no skip');
   await core.stop();
 });
