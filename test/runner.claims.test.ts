@@ -9,6 +9,7 @@ import { Scheduler } from '../src/runner/runner.js';
 import { MAX_CLAIM_LEAD_MS, nextClaimLead } from '../src/runner/leads.js';
 import type { ClaimResult, ClaimRequest, Coordinator, HeldLease } from '../src/lease/port.js';
 import { LeaseholdError, type JobContext } from '../src/index.js';
+import { rendezvousOrder } from '../src/status/spread.js';
 import { ManualClock } from './helpers/clock.js';
 import { memoryLogger } from './helpers/log.js';
 
@@ -430,5 +431,34 @@ test('a backup claims a hand-off delay after the tick and says it is the backup,
   await clock.advance(4_200);
   assert.deepEqual(sent, [[1_000, 0, false], [2_000, 100, true], [3_000, 0, false], [4_000, 100, true]]);
   assert.deepEqual(skips, ['1000 claimed', '3000 claimed'], 'a backup that finds the tick taken is no skip');
+  await core.stop();
+});
+
+test('a backup whose first claimer let two ticks pass claims its next ticks at the tick, reading first, until it finds one claimed again', async () => {
+  // Two live nodes as this node's registry sees them: 'x' ranks first for the ticks this node is
+  // the backup of. 'x' is dead for the first five of them, then claims again.
+  const clock = new ManualClock(T0 + 500);
+  const { logger } = memoryLogger();
+  const claimOrder = rendezvousOrder('me', () => ['me', 'x']);
+  const backups = Array.from({ length: 40 }, (_, i) => T0 + (i + 1) * 1_000).filter((t) => claimOrder.place('j', t) === 1);
+  const aliveFrom = backups[5] as number;
+  assert.ok(backups.length >= 9, `the hash makes this node the backup of ${backups.length} ticks of 40`);
+  const sent: Array<[tick: number, late: number]> = [];
+  const coordinator = scripted((r) => {
+    if (r.backup === true) sent.push([r.tick - T0, clock.now() - r.tick]);
+    const xClaimed = r.backup === true && r.tick >= aliveFrom;
+    return xClaimed ? { kind: 'done', lastTick: r.tick, counted: false } : { kind: 'claimed', lease: lease(1, () => {}), token: 1, previousTick: null, serverNowMs: r.tick };
+  });
+  const core = new Scheduler({ instanceId: 'me', logger, shutdownGraceMs: 0, clock, coordinator, claimOrder });
+  core.add({ id: 'j', scope: 'installation', cron: '* * * * * *', run: () => {} });
+  core.start();
+  await clock.advance(40_200);
+  const expected = backups.map((t, i) => [
+    t - T0,
+    // The first two ticks 'x' let pass wait the hand-off delay, the next ones are claimed on time;
+    // the first read that finds its tick claimed shows 'x' alive, and the hand-off delay is back.
+    i < 2 ? 100 : i <= 5 ? 0 : 100,
+  ]);
+  assert.deepEqual(sent, expected);
   await core.stop();
 });

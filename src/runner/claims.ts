@@ -17,6 +17,7 @@ import { countMissedTicks } from './missed.js';
 import type { Slot } from './slot.js';
 import type { Timetable } from './timetable.js';
 import type { ClaimLeads } from './leads.js';
+import type { ClaimOrder } from './order.js';
 
 /** What the claim protocol needs of the runner. */
 export interface ClaimHost {
@@ -28,6 +29,10 @@ export interface ClaimHost {
   readonly leads: ClaimLeads;
   /** The schedule's claim lead grew: the next fires of its jobs, planned already, go out earlier. */
   leadGrew(schedule: string): void;
+  /** Who claims installation ticks. */
+  readonly order: ClaimOrder;
+  /** A first claimer is suspected now: the fires planned a hand-off delay late for its ticks go out on the tick. */
+  firstSuspected(): void;
   readonly instanceId: string;
   /** Whether runs may start (the runner runs and is not stopping). */
   readonly isRunning: boolean;
@@ -88,6 +93,11 @@ export class Claims {
       });
       // The first claimer's claim of a grid tick: its round trip sets how early the next one goes.
       if (mode === 'grid' && !backup) this.learnLead(slot, host.clock.monotonic() - sentAt);
+      // A backup's answer says whether the first claimer claimed the tick: one that lets its
+      // ticks pass has the backup claim them on the tick until it claims one again.
+      if (backup && (mode === 'grid' || mode === 'delay') && (result.kind === 'claimed' || result.kind === 'done')) {
+        if (host.order.backupAnswered?.(slot.job.id, mode === 'delay' ? undefined : tick, result.kind === 'claimed') === true) host.firstSuspected();
+      }
     } catch (err) {
       slot.claiming = undefined;
       // A paused tick that cannot be marked is this node's skip all the same.

@@ -5,7 +5,7 @@
 import type { ClaimMode } from '../lease/port.js';
 import type { EffectiveSchedule } from '../schedule/trigger.js';
 import type { SkipReason } from './events.js';
-import { placeOf, type ClaimOrder } from './order.js';
+import { handoffOf, placeOf, type ClaimOrder } from './order.js';
 import type { Slot } from './slot.js';
 import type { Timetable } from './timetable.js';
 
@@ -31,10 +31,14 @@ export function fireTick(host: FireHost, slot: Slot, tick: number, now: number):
   }
   // Installation ticks are claimed by the first node of the live nodes' ranking at the tick,
   // by the second a hand-off delay later, by no other.
-  const place = slot.job.scope === 'installation' ? placeOf(host.order, slot.job.id, slot.effective?.trigger.kind === 'fixedDelay', tick) : 0;
-  if (place === 1 && now < tick + host.order.handoffMs) {
-    host.timetable.at(slot, tick + host.order.handoffMs, tick);
-    return;
+  const delay = slot.effective?.trigger.kind === 'fixedDelay';
+  const place = slot.job.scope === 'installation' ? placeOf(host.order, slot.job.id, delay, tick) : 0;
+  if (place === 1) {
+    const handoff = handoffOf(host.order, slot.job.id, delay, tick);
+    if (now < tick + handoff) {
+      host.timetable.at(slot, tick + handoff, tick);
+      return;
+    }
   }
   host.timetable.dropRetry(slot); // a new tick supersedes any retry of an older one
   slot.lastTick = Math.max(slot.lastTick, tick);

@@ -4,7 +4,8 @@
  * claims at the tick, a second claims a hand-off delay later as its backup, and the others
  * do not claim: the Redis work per tick does not grow with the number of nodes. The claim
  * still decides each tick once, so nodes that see the live nodes differently may cost a
- * hand-off delay or an extra claim, never a run twice.
+ * hand-off delay or an extra claim, never a run twice. A backup whose first claimer lets its
+ * ticks pass (dead, or stalled) claims them at the tick until that node claims one again.
  * @module
  */
 
@@ -18,11 +19,29 @@ export interface ClaimOrder {
   place(jobId: string, tick: number | undefined): number;
   /** How long after the tick the backup claims, ms. */
   readonly handoffMs: number;
+  /**
+   * Whether the node ranked first for the job's tick let the last ticks it ranked first for pass
+   * to this node, their backup (it died, or stalled): the backup then claims at the tick, reading
+   * first, rather than a hand-off delay after it. Absent: never.
+   */
+  firstSuspected?(jobId: string, tick: number | undefined): boolean;
+  /**
+   * What this node's claim as the backup of the job's tick found: `claimed` true when it won the
+   * tick (the node ranked first had not claimed it), false when the tick was claimed already.
+   * Answers true when the node ranked first is suspected from this answer on: the runner then
+   * moves its fires planned a hand-off delay late to the tick.
+   */
+  backupAnswered?(jobId: string, tick: number | undefined, claimed: boolean): boolean;
 }
 
 /** A job's place for a tick, as {@link ClaimOrder.place} asks it (a fixedDelay job has no shared tick). */
 export function placeOf(order: ClaimOrder, jobId: string, delay: boolean, tick: number): number {
   return order.place(jobId, delay ? undefined : tick);
+}
+
+/** How long after the job's tick this node claims it as its backup: the hand-off delay, or none while the first claimer is suspected. */
+export function handoffOf(order: ClaimOrder, jobId: string, delay: boolean, tick: number): number {
+  return order.firstSuspected?.(jobId, delay ? undefined : tick) === true ? 0 : order.handoffMs;
 }
 
 /** Without a view of the other nodes (no Redis): this node claims every tick. */

@@ -252,6 +252,11 @@ export class Scheduler implements TimetableHost, ClaimHost {
     for (const slot of this.slots.values()) if (slot.effective?.trigger.key === schedule) this.timetable.refire(slot);
   }
 
+  /** A first claimer is suspected: the installation jobs' fires planned a hand-off delay late go out on the tick. */
+  firstSuspected(): void {
+    for (const slot of this.slots.values()) if (slot.job.scope === 'installation') this.timetable.refire(slot);
+  }
+
   /** The claims of the jobs due at one wake travel together, and leave before anything else. */
   afterWake(): void {
     this.coordinator.flush?.();

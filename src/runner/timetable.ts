@@ -9,7 +9,7 @@ import type { ClaimMode } from '../lease/port.js';
 import type { Emitter } from './events.js';
 import type { ClaimLeads } from './leads.js';
 import { MinHeap } from './heap.js';
-import { placeOf, type ClaimOrder } from './order.js';
+import { handoffOf, placeOf, type ClaimOrder } from './order.js';
 import type { Slot } from './slot.js';
 
 /** An invalid schedule is checked again this often. */
@@ -111,7 +111,7 @@ export class Timetable {
     this.at(slot, this.fireAt(slot, tick), tick);
   }
 
-  /** Plans the job's next fire again for the tick it is planned for, when its claim lead now has it go out earlier. */
+  /** Plans the job's next fire again for the tick it is planned for, when its claim lead or its hand-off now has it go out earlier. */
   refire(slot: Slot): void {
     if (slot.nextAt === null) return;
     const at = this.fireAt(slot, slot.nextAt);
@@ -138,11 +138,15 @@ export class Timetable {
    * When a tick fires. An installation job: its first claimer fires ahead of a grid tick (cron,
    * fixedRate) by its schedule's claim lead (see `leads.ts`), at most a quarter of its interval,
    * so the claim's round trip is over when the tick comes (the run still starts on the tick);
-   * the backup and the others fire a hand-off delay after it. Everything else fires on the tick.
+   * the backup and the others fire a hand-off delay after it (the backup on the tick while the
+   * first claimer is suspected). Everything else fires on the tick.
    */
   private fireAt(slot: Slot, tick: number): number {
     if (slot.job.scope !== 'installation') return tick;
-    if (placeOf(this.host.order, slot.job.id, slot.effective?.trigger.kind === 'fixedDelay', tick) >= 1) return tick + this.host.order.handoffMs;
+    const delay = slot.effective?.trigger.kind === 'fixedDelay';
+    const place = placeOf(this.host.order, slot.job.id, delay, tick);
+    if (place === 1) return tick + handoffOf(this.host.order, slot.job.id, delay, tick);
+    if (place >= 2) return tick + this.host.order.handoffMs;
     const trigger = slot.effective?.trigger;
     if (!trigger || trigger.kind === 'fixedDelay') return tick;
     return tick - Math.min(this.host.leads.plan(trigger.key, tick), Math.floor(trigger.intervalMs / 4));

@@ -5,12 +5,25 @@
  * The weight covers the tick as well as the job, so a job's ticks rotate over the nodes and
  * the ticks due at one instant are spread over all of them; a fixedDelay job, which has no
  * shared tick, ranks by the job alone.
+ *
+ * A node ranked first that lets its ticks pass to their backup (it died, or stalled) is
+ * suspected by that backup after {@link SUSPECT_AFTER_MISSES} in a row: the backup claims the
+ * ticks that node ranks first for on the tick, reading first, rather than a hand-off delay
+ * after it, until it finds one of them claimed (the node claims again) or the node leaves the
+ * live nodes. A node wrongly suspected costs a read at the tick, never a run twice.
  * @module
  */
 import type { ClaimOrder } from '../runner/order.js';
 
 /** How long after a tick the backup claimer claims unless configured, ms. */
 export const DEFAULT_HANDOFF_MS = 100;
+
+/**
+ * How many ticks in a row a node ranked first lets pass to this node, their backup, before this
+ * node claims the ticks that node ranks first for on the tick: two, so that one claim a moment
+ * late does not move them, and a dead node's ticks start on time from its second tick on.
+ */
+export const SUSPECT_AFTER_MISSES = 2;
 
 /** 32-bit FNV-1a of a string. */
 function fnv1a(text: string): number {
@@ -53,8 +66,46 @@ export function rendezvousOrder(self: string, peers: () => readonly string[], ha
     }
     return h;
   };
+  /** The node ranked first for the job's tick, of the live nodes but this one. */
+  const firstOther = (jobId: string, tick: number | undefined): string | undefined => {
+    const job = hashOf(jobHashes, jobId);
+    let first: string | undefined;
+    let best = -1;
+    for (const node of peers()) {
+      if (node === self) continue;
+      const w = weight(job, tick, hashOf(nodeHashes, node));
+      if (w > best || (w === best && first !== undefined && node < first)) {
+        first = node;
+        best = w;
+      }
+    }
+    return first;
+  };
+  // The ticks in a row each node ranked first let pass to this node, their backup.
+  const misses = new Map<string, number>();
   return {
     handoffMs,
+    firstSuspected(jobId, tick) {
+      if (misses.size === 0) return false;
+      const first = firstOther(jobId, tick);
+      return first !== undefined && (misses.get(first) ?? 0) >= SUSPECT_AFTER_MISSES;
+    },
+    backupAnswered(jobId, tick, claimed) {
+      if (!claimed && misses.size === 0) return false;
+      const first = firstOther(jobId, tick);
+      if (first === undefined) return false;
+      if (!claimed) {
+        misses.delete(first);
+        return false;
+      }
+      const n = (misses.get(first) ?? 0) + 1;
+      misses.set(first, n);
+      if (n !== SUSPECT_AFTER_MISSES) return false;
+      // Nodes no longer live are forgotten here, where a new one is suspected.
+      const live = new Set(peers());
+      for (const node of misses.keys()) if (!live.has(node)) misses.delete(node);
+      return true;
+    },
     place(jobId, tick) {
       const nodes = peers();
       if (nodes.length <= 1) return 0;
