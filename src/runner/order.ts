@@ -20,9 +20,9 @@ export interface ClaimOrder {
   /** How long after the tick the backup claims, ms. */
   readonly handoffMs: number;
   /**
-   * Whether the node ranked first for the job's tick let the last ticks it ranked first for pass
-   * to this node, their backup (it died, or stalled): the backup then claims at the tick, reading
-   * first, rather than a hand-off delay after it. Absent: never.
+   * Whether the node ranked first for the job's tick let a tick pass to this node, its backup (it
+   * died, or stalled), and was not found to claim one since: the backup then claims at the tick,
+   * reading first, rather than a hand-off delay after it. Absent: never.
    */
   firstSuspected?(jobId: string, tick: number | undefined): boolean;
   /**

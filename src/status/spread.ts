@@ -6,24 +6,18 @@
  * the ticks due at one instant are spread over all of them; a fixedDelay job, which has no
  * shared tick, ranks by the job alone.
  *
- * A node ranked first that lets its ticks pass to their backup (it died, or stalled) is
- * suspected by that backup after {@link SUSPECT_AFTER_MISSES} in a row: the backup claims the
- * ticks that node ranks first for on the tick, reading first, rather than a hand-off delay
- * after it, until it finds one of them claimed (the node claims again) or the node leaves the
- * live nodes. A node wrongly suspected costs a read at the tick, never a run twice.
+ * A node ranked first that lets a tick pass to its backup (it died, or stalled) is suspected by
+ * that backup: the backup claims the ticks that node ranks first for on the tick, reading
+ * first, rather than a hand-off delay after it, until it finds one of them claimed (the node
+ * claims again) or the node leaves the live nodes. A live node claims ahead of its ticks, so
+ * the backup's read at the tick finds its next one claimed: a node wrongly suspected costs a
+ * read, never a run twice.
  * @module
  */
 import type { ClaimOrder } from '../runner/order.js';
 
 /** How long after a tick the backup claimer claims unless configured, ms. */
 export const DEFAULT_HANDOFF_MS = 100;
-
-/**
- * How many ticks in a row a node ranked first lets pass to this node, their backup, before this
- * node claims the ticks that node ranks first for on the tick: two, so that one claim a moment
- * late does not move them, and a dead node's ticks start on time from its second tick on.
- */
-export const SUSPECT_AFTER_MISSES = 2;
 
 /** 32-bit FNV-1a of a string. */
 function fnv1a(text: string): number {
@@ -81,29 +75,29 @@ export function rendezvousOrder(self: string, peers: () => readonly string[], ha
     }
     return first;
   };
-  // The ticks in a row each node ranked first let pass to this node, their backup.
-  const misses = new Map<string, number>();
+  // The nodes ranked first that let a tick pass to this node, their backup, and have not been
+  // found to claim one since.
+  const suspects = new Set<string>();
   return {
     handoffMs,
     firstSuspected(jobId, tick) {
-      if (misses.size === 0) return false;
+      if (suspects.size === 0) return false;
       const first = firstOther(jobId, tick);
-      return first !== undefined && (misses.get(first) ?? 0) >= SUSPECT_AFTER_MISSES;
+      return first !== undefined && suspects.has(first);
     },
     backupAnswered(jobId, tick, claimed) {
-      if (!claimed && misses.size === 0) return false;
+      if (!claimed && suspects.size === 0) return false;
       const first = firstOther(jobId, tick);
       if (first === undefined) return false;
       if (!claimed) {
-        misses.delete(first);
+        suspects.delete(first);
         return false;
       }
-      const n = (misses.get(first) ?? 0) + 1;
-      misses.set(first, n);
-      if (n !== SUSPECT_AFTER_MISSES) return false;
+      if (suspects.has(first)) return false;
       // Nodes no longer live are forgotten here, where a new one is suspected.
       const live = new Set(peers());
-      for (const node of misses.keys()) if (!live.has(node)) misses.delete(node);
+      for (const node of suspects) if (!live.has(node)) suspects.delete(node);
+      suspects.add(first);
       return true;
     },
     place(jobId, tick) {
