@@ -96,7 +96,7 @@ export class Claims {
       // A backup's answer says whether the first claimer claimed the tick: one that lets its
       // ticks pass has the backup claim them on the tick until it claims one again.
       if (backup && (mode === 'grid' || mode === 'delay') && (result.kind === 'claimed' || result.kind === 'done')) {
-        if (host.order.backupAnswered?.(slot.job.id, mode === 'delay' ? undefined : tick, result.kind === 'claimed') === true) host.firstSuspected();
+        if (host.order.backupAnswered?.(slot.job.id, mode === 'delay' ? undefined : tick, result.kind === 'claimed', tick) === true) host.firstSuspected();
       }
     } catch (err) {
       slot.claiming = undefined;

@@ -28,10 +28,11 @@ export interface ClaimOrder {
   /**
    * What this node's claim as the backup of the job's tick found: `claimed` true when it won the
    * tick (the node ranked first had not claimed it), false when the tick was claimed already.
-   * Answers true when the node ranked first is suspected from this answer on: the runner then
-   * moves its fires planned a hand-off delay late to the tick.
+   * `dueAt` is the tick claimed, a fixedDelay job's too. Answers true when the node ranked first
+   * is suspected from this answer on: the runner then moves its fires planned a hand-off delay
+   * late to the tick.
    */
-  backupAnswered?(jobId: string, tick: number | undefined, claimed: boolean): boolean;
+  backupAnswered?(jobId: string, tick: number | undefined, claimed: boolean, dueAt: number): boolean;
 }
 
 /** A job's place for a tick, as {@link ClaimOrder.place} asks it (a fixedDelay job has no shared tick). */

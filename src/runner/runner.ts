@@ -252,9 +252,14 @@ export class Scheduler implements TimetableHost, ClaimHost {
     for (const slot of this.slots.values()) if (slot.effective?.trigger.key === schedule) this.timetable.refire(slot);
   }
 
-  /** A first claimer is suspected: the installation jobs' fires planned a hand-off delay late go out on the tick. */
+  /**
+   * A first claimer is suspected: the installation jobs' fires planned a hand-off delay late go
+   * out on the tick. Only those of the next minute: the live nodes are read again every few
+   * seconds, and a node that stays dead is no longer ranked when the later ones come.
+   */
   firstSuspected(): void {
-    for (const slot of this.slots.values()) if (slot.job.scope === 'installation') this.timetable.refire(slot);
+    const soon = this.now() + 60_000;
+    for (const slot of this.slots.values()) if (slot.job.scope === 'installation' && slot.nextFireAt <= soon) this.timetable.refire(slot);
   }
 
   /** The claims of the jobs due at one wake travel together, and leave before anything else. */

@@ -8,8 +8,8 @@
  *
  * A node ranked first that lets a tick pass to its backup (it died, or stalled) is suspected by
  * that backup: the backup claims the ticks that node ranks first for on the tick, reading
- * first, rather than a hand-off delay after it, until it finds one of them claimed (the node
- * claims again) or the node leaves the live nodes. A live node claims ahead of its ticks, so
+ * first, rather than a hand-off delay after it, until it finds one of them due later claimed
+ * (the node claims again) or the node leaves the live nodes. A live node claims ahead of its ticks, so
  * the backup's read at the tick finds its next one claimed: a node wrongly suspected costs a
  * read, never a run twice.
  * @module
@@ -76,8 +76,9 @@ export function rendezvousOrder(self: string, peers: () => readonly string[], ha
     return first;
   };
   // The nodes ranked first that let a tick pass to this node, their backup, and have not been
-  // found to claim one since.
-  const suspects = new Set<string>();
+  // found to claim a later one: by the tick they let pass. A tick due as early found claimed says
+  // nothing of now (a node killed once it had claimed some of a tick's jobs and not the others).
+  const suspects = new Map<string, number>();
   return {
     handoffMs,
     firstSuspected(jobId, tick) {
@@ -85,19 +86,23 @@ export function rendezvousOrder(self: string, peers: () => readonly string[], ha
       const first = firstOther(jobId, tick);
       return first !== undefined && suspects.has(first);
     },
-    backupAnswered(jobId, tick, claimed) {
+    backupAnswered(jobId, tick, claimed, dueAt) {
       if (!claimed && suspects.size === 0) return false;
       const first = firstOther(jobId, tick);
       if (first === undefined) return false;
+      const since = suspects.get(first);
       if (!claimed) {
-        suspects.delete(first);
+        if (since !== undefined && dueAt > since) suspects.delete(first);
         return false;
       }
-      if (suspects.has(first)) return false;
+      if (since !== undefined) {
+        suspects.set(first, Math.max(since, dueAt));
+        return false;
+      }
       // Nodes no longer live are forgotten here, where a new one is suspected.
       const live = new Set(peers());
-      for (const node of suspects) if (!live.has(node)) suspects.delete(node);
-      suspects.add(first);
+      for (const node of suspects.keys()) if (!live.has(node)) suspects.delete(node);
+      suspects.set(first, dueAt);
       return true;
     },
     place(jobId, tick) {
