@@ -435,30 +435,72 @@ test('a backup claims a hand-off delay after the tick and says it is the backup,
 });
 
 test('a backup whose first claimer let a tick pass claims its next ticks at the tick, reading first, until it finds one claimed again', async () => {
-  // Two live nodes as this node's registry sees them: 'x' ranks first for the ticks this node is
-  // the backup of. 'x' is dead for the first five of them, then claims again.
+  // Two live nodes; 'x' ranks first for the first eight ticks of the job (a job id the hash
+  // makes so: this node is their backup, and each next fire is planned, a hand-off late, before
+  // the answer that raises the suspicion). 'x' is dead until 6 s.
   const clock = new ManualClock(T0 + 500);
-  const { logger } = memoryLogger();
+  const { logger, lines } = memoryLogger();
   const claimOrder = rendezvousOrder('me', () => ['me', 'x']);
-  const backups = Array.from({ length: 40 }, (_, i) => T0 + (i + 1) * 1_000).filter((t) => claimOrder.place('j', t) === 1);
-  const aliveFrom = backups[5] as number;
-  assert.ok(backups.length >= 9, `the hash makes this node the backup of ${backups.length} ticks of 40`);
+  const ticks = Array.from({ length: 8 }, (_, i) => T0 + (i + 1) * 1_000);
+  const job = Array.from({ length: 5_000 }, (_, i) => `j${i}`).find((id) => ticks.every((t) => claimOrder.place(id, t) === 1)) as string;
+  assert.ok(job !== undefined, 'a job whose first eight ticks this node is the backup of');
   const sent: Array<[tick: number, late: number]> = [];
   const coordinator = scripted((r) => {
     if (r.backup === true) sent.push([r.tick - T0, clock.now() - r.tick]);
-    const xClaimed = r.backup === true && r.tick >= aliveFrom;
+    const xClaimed = r.tick >= T0 + 6_000;
     return xClaimed ? { kind: 'done', lastTick: r.tick, counted: false } : { kind: 'claimed', lease: lease(1, () => {}), token: 1, previousTick: null, serverNowMs: r.tick };
   });
   const core = new Scheduler({ instanceId: 'me', logger, shutdownGraceMs: 0, clock, coordinator, claimOrder });
-  core.add({ id: 'j', scope: 'installation', cron: '* * * * * *', run: () => {} });
+  core.add({ id: job, scope: 'installation', cron: '* * * * * *', run: () => {} });
   core.start();
-  await clock.advance(40_200);
-  const expected = backups.map((t, i) => [
-    t - T0,
+  await clock.advance(8_200);
+  assert.deepEqual(sent, [
     // The first tick 'x' lets pass waits the hand-off delay, the next ones are claimed on time;
     // the first read that finds its tick claimed shows 'x' alive, and the hand-off delay is back.
-    i < 1 ? 100 : i <= 5 ? 0 : 100,
+    [1_000, 100], [2_000, 0], [3_000, 0], [4_000, 0], [5_000, 0], [6_000, 0], [7_000, 100], [8_000, 100],
   ]);
-  assert.deepEqual(sent, expected);
+  assert.equal(lines.filter((l) => l['level'] === 30 && /^node x let tick .* pass to this node/.test(String(l['msg']))).length, 1, 'said once, at info');
+  await core.stop();
+});
+
+test('a fixedDelay backup keeps its hand-off delay when the first claimer lets its runs pass: both would fire at the due time', async () => {
+  const clock = new ManualClock(T0 + 500);
+  const { logger } = memoryLogger();
+  const { firstSuspected, backupAnswered } = rendezvousOrder('me', () => ['me', 'x']);
+  const claimOrder = { place: () => 1, handoffMs: 100, firstSuspected, backupAnswered };
+  const late: number[] = [];
+  let due = T0 + 500;
+  const coordinator = scripted((r) => {
+    late.push(clock.now() - due);
+    due = clock.now() + 1_000;
+    return { kind: 'claimed', lease: lease(1, () => {}), token: 1, previousTick: null, serverNowMs: r.tick };
+  });
+  const core = new Scheduler({ instanceId: 'me', logger, shutdownGraceMs: 0, clock, coordinator, claimOrder });
+  core.add({ id: 'd', scope: 'installation', fixedDelay: '1s', run: () => {} });
+  core.start();
+  await clock.advance(5_000);
+  assert.ok(late.length >= 3, `${late.length} runs`);
+  assert.deepEqual(late, late.map(() => 100));
+  await core.stop();
+});
+
+test("a backup's claim retried after finding the lease held is still the backup's: it reads first, and a tick found taken is no skip", async () => {
+  const clock = new ManualClock(T0 + 500);
+  const { logger } = memoryLogger();
+  const sent: Array<[tick: number, late: number, backup: boolean]> = [];
+  const coordinator = scripted((r, n) => {
+    sent.push([r.tick - T0, clock.now() - r.tick, r.backup === true]);
+    // The first claimer's earlier run still holds the lease; then the first claimer has the tick.
+    return n === 1 ? { kind: 'held', holder: 'x', value: 'x', pttlMs: 300 } : { kind: 'done', lastTick: r.tick, counted: false };
+  });
+  const claimOrder = { place: (_job: string, tick: number | undefined) => (tick === T0 + 1_000 ? 1 : 2), handoffMs: 100 };
+  const core = new Scheduler({ instanceId: 'me', logger, shutdownGraceMs: 0, clock, coordinator, claimOrder });
+  const skips: string[] = [];
+  core.on('skipped', (e) => skips.push(`${e.scheduledAt - T0} ${e.reason}`));
+  core.add({ id: 'j', scope: 'installation', cron: '* * * * * *', run: () => {} });
+  core.start();
+  await clock.advance(1_000);
+  assert.deepEqual(sent, [[1_000, 100, true], [1_000, 300, true]]);
+  assert.deepEqual(skips, [], 'the first claimer ran it: no skip here');
   await core.stop();
 });

@@ -61,21 +61,21 @@ describe('a first claimer that lets its ticks pass', () => {
     const suspected = (ticks: number[]) => ticks.map((t) => o.firstSuspected?.('j', t));
     const [x0, x1, x2, x3] = xFirst as [number, number, number, number];
     const [y0] = yFirst as [number];
-    const answer = (tick: number, claimed: boolean) => o.backupAnswered?.('j', tick, claimed, tick);
+    const answer = (tick: number, claimed: boolean) => o.backupAnswered?.('j', tick, claimed);
     assert.deepEqual(suspected(xFirst), xFirst.map(() => false));
-    assert.equal(answer(x0, true), true, 'a tick let pass: x is suspected from now on');
+    assert.equal(answer(x0, true), 'x', 'a tick let pass: x is suspected from now on');
     assert.deepEqual(suspected(xFirst), xFirst.map(() => true));
-    assert.equal(answer(x1, true), false, 'suspected already');
+    assert.equal(answer(x1, true), undefined, 'suspected already');
     assert.deepEqual(suspected(yFirst), yFirst.map(() => false), "y's ticks keep their hand-off");
-    assert.equal(answer(y0, false), false);
+    assert.equal(answer(y0, false), undefined);
     assert.deepEqual(suspected(xFirst), xFirst.map(() => true), "y's tick found claimed says nothing of x");
     // Another job of the same tick that x had claimed before it stopped (as a killed node may).
     const other = Array.from({ length: 50 }, (_, i) => `k${i}`).find((k) => o.place(k, x1) === 1 && rendezvousOrder('x', () => nodes).place(k, x1) === 0) as string;
-    assert.equal(o.backupAnswered?.(other, x1, false, x1), false);
+    assert.equal(o.backupAnswered?.(other, x1, false), undefined);
     assert.ok(o.firstSuspected?.('j', x2), 'a tick of x due no later than the last it let pass, found claimed, says nothing of now');
-    assert.equal(answer(x2, false), false);
+    assert.equal(answer(x2, false), undefined);
     assert.deepEqual(suspected(xFirst), xFirst.map(() => false), 'a later tick of x found claimed: x claims again');
-    assert.equal(answer(x3, true), true);
+    assert.equal(answer(x3, true), 'x');
     nodes = ['me', 'y'];
     assert.ok(Array.from({ length: 60 }, (_, i) => 1_796_000_000_000 + i * 1_000).every((t) => o.firstSuspected?.('j', t) === false), 'x is gone: y ranks first where x did, unsuspected');
   });

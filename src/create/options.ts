@@ -109,7 +109,9 @@ export interface RunnerOptions {
   readonly metricsJobLimit?: number;
   /**
    * How long after an installation tick its backup node claims it, when the first-ranked node
-   * has not (dead, stalled, or not seeing the same live nodes). Default `100ms`.
+   * has not (dead, stalled, or not seeing the same live nodes). Once that node has let a tick
+   * pass, its backup claims its next ticks on the tick, reading first, until it finds one
+   * claimed. Default `100ms`.
    */
   readonly handoffDelay?: Duration;
   /**

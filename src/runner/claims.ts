@@ -93,10 +93,14 @@ export class Claims {
       });
       // The first claimer's claim of a grid tick: its round trip sets how early the next one goes.
       if (mode === 'grid' && !backup) this.learnLead(slot, host.clock.monotonic() - sentAt);
-      // A backup's answer says whether the first claimer claimed the tick: one that lets its
-      // ticks pass has the backup claim them on the tick until it claims one again.
-      if (backup && (mode === 'grid' || mode === 'delay') && (result.kind === 'claimed' || result.kind === 'done')) {
-        if (host.order.backupAnswered?.(slot.job.id, mode === 'delay' ? undefined : tick, result.kind === 'claimed', tick) === true) host.firstSuspected();
+      // A backup's answer says whether the first claimer claimed the grid tick: one that lets
+      // its ticks pass has the backup claim them on the tick until it claims one again.
+      if (backup && mode === 'grid' && !catchUp && (result.kind === 'claimed' || result.kind === 'done')) {
+        const suspect = host.order.backupAnswered?.(slot.job.id, tick, result.kind === 'claimed');
+        if (suspect !== undefined) {
+          this.log.info({ jobId: slot.job.id, tick: new Date(tick).toISOString(), node: suspect }, 'node %s let tick %s of "%s" pass to this node, its backup (dead, or stalled): this node claims the ticks it ranks first for on the tick until it finds one claimed', suspect, new Date(tick).toISOString(), slot.job.id);
+          host.firstSuspected();
+        }
       }
     } catch (err) {
       slot.claiming = undefined;
@@ -152,7 +156,7 @@ export class Claims {
         host.timetable.tick(slot, result.dueMs);
         return;
       case 'early':
-        if (mode !== 'manual') host.timetable.retryAt(slot, now + Math.max(1, tick - result.serverNowMs), tick, mode);
+        if (mode !== 'manual') host.timetable.retryAt(slot, now + Math.max(1, tick - result.serverNowMs), tick, mode, backup);
         return;
       case 'held':
         // A run now that finds the job running is no skip: the run it asked for is going on.
@@ -160,7 +164,7 @@ export class Claims {
           this.log.info({ jobId: slot.job.id, holder: result.holder }, 'run now of "%s" not started: it is running (%s holds its lease)', slot.job.id, result.holder);
           return;
         }
-        this.held(slot, eff, tick, mode, now);
+        this.held(slot, eff, tick, mode, now, backup);
         return;
     }
   }
@@ -171,16 +175,19 @@ export class Claims {
     if (schedule !== undefined && this.host.leads.learn(schedule, roundTripMs)) this.host.leadGrew(schedule);
   }
 
-  /** Another run holds the lease: try again within the misfire grace, or skip the tick. */
-  private held(slot: Slot, eff: EffectiveSchedule, tick: number, mode: ClaimMode, now: number): void {
+  /**
+   * Another run holds the lease: try again within the misfire grace (a backup's retry is the
+   * backup's too), or skip the tick (the first claimer's skip: a backup counts none).
+   */
+  private held(slot: Slot, eff: EffectiveSchedule, tick: number, mode: ClaimMode, now: number, backup: boolean): void {
     const grace = slot.job.misfireGraceMs ?? Math.min(eff.leaseMs, eff.trigger.intervalMs);
     const step = Math.max(50, Math.min(1_000, Math.floor(grace / 5)));
     if (mode === 'delay') {
       // fixedDelay: another node's run is going on; its end sets the next due time.
-      this.host.timetable.retryAt(slot, now + step, tick, mode);
+      this.host.timetable.retryAt(slot, now + step, tick, mode, backup);
     } else if (mode === 'grid' && now + step <= tick + grace) {
-      this.host.timetable.retryAt(slot, now + step, tick, mode);
-    } else {
+      this.host.timetable.retryAt(slot, now + step, tick, mode, backup);
+    } else if (!backup) {
       this.host.skip(slot, 'claimed', tick, now);
     }
   }

@@ -4,8 +4,9 @@
  * claims at the tick, a second claims a hand-off delay later as its backup, and the others
  * do not claim: the Redis work per tick does not grow with the number of nodes. The claim
  * still decides each tick once, so nodes that see the live nodes differently may cost a
- * hand-off delay or an extra claim, never a run twice. A backup whose first claimer lets its
- * ticks pass (dead, or stalled) claims them at the tick until that node claims one again.
+ * hand-off delay or an extra claim, never a run twice. A backup whose first claimer lets a cron
+ * or fixedRate tick pass (dead, or stalled) claims its next ones at the tick until that node
+ * claims one again.
  * @module
  */
 
@@ -20,19 +21,19 @@ export interface ClaimOrder {
   /** How long after the tick the backup claims, ms. */
   readonly handoffMs: number;
   /**
-   * Whether the node ranked first for the job's tick let a tick pass to this node, its backup (it
-   * died, or stalled), and was not found to claim one since: the backup then claims at the tick,
-   * reading first, rather than a hand-off delay after it. Absent: never.
+   * Whether the node ranked first for the job's grid tick (cron, fixedRate) let a tick pass to
+   * this node, its backup (it died, or stalled), and was not found to claim a later one: the
+   * backup then claims at the tick, reading first, rather than a hand-off delay after it.
+   * Absent: never.
    */
-  firstSuspected?(jobId: string, tick: number | undefined): boolean;
+  firstSuspected?(jobId: string, tick: number): boolean;
   /**
-   * What this node's claim as the backup of the job's tick found: `claimed` true when it won the
-   * tick (the node ranked first had not claimed it), false when the tick was claimed already.
-   * `dueAt` is the tick claimed, a fixedDelay job's too. Answers true when the node ranked first
-   * is suspected from this answer on: the runner then moves its fires planned a hand-off delay
-   * late to the tick.
+   * What this node's claim as the backup of the job's grid tick found: `claimed` true when it
+   * won the tick (the node ranked first had not claimed it), false when the tick was claimed
+   * already. Answers the node ranked first when it is suspected from this answer on (the runner
+   * then moves its fires planned a hand-off delay late to the tick), else undefined.
    */
-  backupAnswered?(jobId: string, tick: number | undefined, claimed: boolean, dueAt: number): boolean;
+  backupAnswered?(jobId: string, tick: number, claimed: boolean): string | undefined;
 }
 
 /** A job's place for a tick, as {@link ClaimOrder.place} asks it (a fixedDelay job has no shared tick). */
@@ -40,9 +41,13 @@ export function placeOf(order: ClaimOrder, jobId: string, delay: boolean, tick: 
   return order.place(jobId, delay ? undefined : tick);
 }
 
-/** How long after the job's tick this node claims it as its backup: the hand-off delay, or none while the first claimer is suspected. */
+/**
+ * How long after the job's tick this node claims it as its backup: the hand-off delay, or none
+ * while the first claimer of a grid tick is suspected. A fixedDelay job's first claimer fires at
+ * its due time with no lead: a backup on the tick would race it for every run.
+ */
 export function handoffOf(order: ClaimOrder, jobId: string, delay: boolean, tick: number): number {
-  return order.firstSuspected?.(jobId, delay ? undefined : tick) === true ? 0 : order.handoffMs;
+  return !delay && order.firstSuspected?.(jobId, tick) === true ? 0 : order.handoffMs;
 }
 
 /** Without a view of the other nodes (no Redis): this node claims every tick. */

@@ -232,9 +232,9 @@ export class Scheduler implements TimetableHost, ClaimHost {
   }
 
   /** A claim found the lease held by an earlier run: try again within the misfire grace. */
-  retry(slot: Slot, tick: number, mode: ClaimMode): void {
+  retry(slot: Slot, tick: number, mode: ClaimMode, backup: boolean): void {
     if (slot.busy || slot.paused || !slot.effective) return;
-    this.begin(slot, slot.effective, tick, mode);
+    this.begin(slot, slot.effective, tick, mode, undefined, backup);
   }
 
   /** The time to plan with, read with the check for a step of the wall clock: see {@link SharedClock.observe}. */
@@ -254,11 +254,12 @@ export class Scheduler implements TimetableHost, ClaimHost {
 
   /**
    * A first claimer is suspected: the installation jobs' fires planned a hand-off delay late go
-   * out on the tick. Only those of the next minute: the live nodes are read again every few
-   * seconds, and a node that stays dead is no longer ranked when the later ones come.
+   * out on the tick. Only those of the next 20 s: the live nodes are read every 5 s and a node
+   * is dropped 15 s after its last heartbeat, so a node that stays dead is no longer ranked when
+   * the later ones come.
    */
   firstSuspected(): void {
-    const soon = this.now() + 60_000;
+    const soon = this.now() + 20_000;
     for (const slot of this.slots.values()) if (slot.job.scope === 'installation' && slot.nextFireAt <= soon) this.timetable.refire(slot);
   }
 

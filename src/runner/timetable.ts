@@ -22,6 +22,8 @@ interface Entry {
   readonly kind: 'fire' | 'retry';
   readonly tick: number;
   readonly mode: ClaimMode;
+  /** A retry of a backup's claim. */
+  readonly backup: boolean;
 }
 
 /** What the timetable needs of the runner. */
@@ -42,7 +44,7 @@ export interface TimetableHost {
   /** A job's tick is due (`now` may be up to the claim lead before it). */
   fire(slot: Slot, tick: number, now: number): void;
   /** A claim retry is due. */
-  retry(slot: Slot, tick: number, mode: ClaimMode): void;
+  retry(slot: Slot, tick: number, mode: ClaimMode, backup: boolean): void;
   /** Applies a job's settings again. */
   resolve(slot: Slot): void;
   /**
@@ -119,8 +121,8 @@ export class Timetable {
   }
 
   /** Plans a claim retry of `tick` at `at`. */
-  retryAt(slot: Slot, at: number, tick: number, mode: ClaimMode): void {
-    this.push(slot, at, tick, 'retry', mode);
+  retryAt(slot: Slot, at: number, tick: number, mode: ClaimMode, backup = false): void {
+    this.push(slot, at, tick, 'retry', mode, true, backup);
   }
 
   /** Plans the job's next fire for `tick`, firing at `at` (at most the claim lead before it). */
@@ -152,7 +154,7 @@ export class Timetable {
     return tick - Math.min(this.host.leads.plan(trigger.key, tick), Math.floor(trigger.intervalMs / 4));
   }
 
-  private push(slot: Slot, at: number, tick: number, kind: 'fire' | 'retry', mode: ClaimMode, announce = true): void {
+  private push(slot: Slot, at: number, tick: number, kind: 'fire' | 'retry', mode: ClaimMode, announce = true, backup = false): void {
     if (!this.host.isRunning || slot.removed) return;
     const seq = ++this.seq;
     if (kind === 'fire') {
@@ -163,7 +165,7 @@ export class Timetable {
     } else {
       slot.retrySeq = seq;
     }
-    this.heap.push({ at, seq, slot, kind, tick, mode });
+    this.heap.push({ at, seq, slot, kind, tick, mode, backup });
     if (at < this.timerAt) this.arm();
   }
 
@@ -246,7 +248,7 @@ export class Timetable {
       this.heap.pop();
       const { slot } = top;
       if (top.kind === 'fire' && top.seq === slot.fireSeq) this.host.fire(slot, top.tick, now);
-      else if (top.kind === 'retry' && top.seq === slot.retrySeq) this.host.retry(slot, top.tick, top.mode);
+      else if (top.kind === 'retry' && top.seq === slot.retrySeq) this.host.retry(slot, top.tick, top.mode, top.backup);
     }
     this.host.afterWake();
     this.arm();

@@ -6,12 +6,13 @@
  * the ticks due at one instant are spread over all of them; a fixedDelay job, which has no
  * shared tick, ranks by the job alone.
  *
- * A node ranked first that lets a tick pass to its backup (it died, or stalled) is suspected by
- * that backup: the backup claims the ticks that node ranks first for on the tick, reading
- * first, rather than a hand-off delay after it, until it finds one of them due later claimed
- * (the node claims again) or the node leaves the live nodes. A live node claims ahead of its ticks, so
+ * A node ranked first that lets a cron or fixedRate tick pass to its backup (it died, or
+ * stalled) is suspected by that backup: the backup claims the ticks that node ranks first for
+ * on the tick, reading first, rather than a hand-off delay after it, until it finds one of them
+ * due later claimed (the node claims again) or the node leaves the live nodes (a node back under
+ * the same id is found claiming at its first tick). A live node claims ahead of its ticks, so
  * the backup's read at the tick finds its next one claimed: a node wrongly suspected costs a
- * read, never a run twice.
+ * read, or a tick it claims late runs on its backup, never a run twice.
  * @module
  */
 import type { ClaimOrder } from '../runner/order.js';
@@ -60,8 +61,23 @@ export function rendezvousOrder(self: string, peers: () => readonly string[], ha
     }
     return h;
   };
+  const place = (jobId: string, tick: number | undefined): number => {
+    const nodes = peers();
+    if (nodes.length <= 1) return 0;
+    const job = hashOf(jobHashes, jobId);
+    const mine = weight(job, tick, hashOf(nodeHashes, self));
+    let ahead = 0;
+    for (const node of nodes) {
+      if (node === self) continue;
+      const w = weight(job, tick, hashOf(nodeHashes, node));
+      // Ties go to the smaller id, so every node breaks them alike.
+      if (w > mine || (w === mine && node < self)) ahead++;
+      if (ahead >= 2) return ahead;
+    }
+    return ahead;
+  };
   /** The node ranked first for the job's tick, of the live nodes but this one. */
-  const firstOther = (jobId: string, tick: number | undefined): string | undefined => {
+  const firstOther = (jobId: string, tick: number): string | undefined => {
     const job = hashOf(jobHashes, jobId);
     let first: string | undefined;
     let best = -1;
@@ -81,44 +97,32 @@ export function rendezvousOrder(self: string, peers: () => readonly string[], ha
   const suspects = new Map<string, number>();
   return {
     handoffMs,
+    place,
     firstSuspected(jobId, tick) {
       if (suspects.size === 0) return false;
       const first = firstOther(jobId, tick);
       return first !== undefined && suspects.has(first);
     },
-    backupAnswered(jobId, tick, claimed, dueAt) {
-      if (!claimed && suspects.size === 0) return false;
+    backupAnswered(jobId, tick, claimed) {
+      if (!claimed && suspects.size === 0) return undefined;
+      // The live nodes changed since the claim went out: its answer says nothing of who is first now.
+      if (place(jobId, tick) !== 1) return undefined;
       const first = firstOther(jobId, tick);
-      if (first === undefined) return false;
+      if (first === undefined) return undefined;
       const since = suspects.get(first);
       if (!claimed) {
-        if (since !== undefined && dueAt > since) suspects.delete(first);
-        return false;
+        if (since !== undefined && tick > since) suspects.delete(first);
+        return undefined;
       }
       if (since !== undefined) {
-        suspects.set(first, Math.max(since, dueAt));
-        return false;
+        suspects.set(first, Math.max(since, tick));
+        return undefined;
       }
       // Nodes no longer live are forgotten here, where a new one is suspected.
       const live = new Set(peers());
       for (const node of suspects.keys()) if (!live.has(node)) suspects.delete(node);
-      suspects.set(first, dueAt);
-      return true;
-    },
-    place(jobId, tick) {
-      const nodes = peers();
-      if (nodes.length <= 1) return 0;
-      const job = hashOf(jobHashes, jobId);
-      const mine = weight(job, tick, hashOf(nodeHashes, self));
-      let place = 0;
-      for (const node of nodes) {
-        if (node === self) continue;
-        const w = weight(job, tick, hashOf(nodeHashes, node));
-        // Ties go to the smaller id, so every node breaks them alike.
-        if (w > mine || (w === mine && node < self)) place++;
-        if (place >= 2) return place;
-      }
-      return place;
+      suspects.set(first, tick);
+      return first;
     },
   };
 }
