@@ -28,4 +28,18 @@ const stream = run({ files, concurrency: 2, timeout: FILE_TIMEOUT_MS });
 stream.on('test:fail', () => {
   process.exitCode = 1;
 });
+// The time of each file's top-level tests, summed: the slowest are named at the end, which is
+// what to make cheaper when the run grows past the 10 minutes it is kept under.
+const byFile = new Map();
+for (const event of ['test:pass', 'test:fail']) {
+  stream.on(event, (data) => {
+    if (data.nesting === 0 && data.file) byFile.set(data.file, (byFile.get(data.file) ?? 0) + (data.details?.duration_ms ?? 0));
+  });
+}
+process.on('beforeExit', () => {
+  if (byFile.size < 10) return;
+  const slowest = [...byFile].sort((a, b) => b[1] - a[1]).slice(0, 10);
+  const root = `${process.cwd()}/`;
+  console.log(`the slowest test files (their top-level tests' time, s): ${slowest.map(([file, ms]) => `${file.replace(root, '')} ${(ms / 1000).toFixed(0)}`).join(', ')}`);
+});
 stream.compose(new spec()).pipe(process.stdout);
