@@ -16,7 +16,7 @@ import { normalizeJob } from '../schedule/job.js';
 import type { EffectiveSchedule, Trigger } from '../schedule/trigger.js';
 import { Claims, type ClaimHost } from './claims.js';
 import { Emitter, type Listener, type RunnerEvents, type SkipReason } from './events.js';
-import { executeRun } from './run.js';
+import { startRun, type RunPorts } from './start-run.js';
 import { endRuns, type ActiveRun } from './end-runs.js';
 import { Slot, type SettingsSource } from './slot.js';
 import { view, type JobView } from './view.js';
@@ -25,8 +25,6 @@ import { ALONE, type ClaimOrder } from './order.js';
 import { SharedClock } from './shared-clock.js';
 import { Timetable, type TimetableHost } from './timetable.js';
 import { ClaimLeads } from './leads.js';
-import type { RunHooks } from './hooks.js';
-import type { SubmitTask } from '../schedule/submit.js';
 import { NO_EXECUTORS, NO_SETTINGS, type SchedulerOptions } from './ports.js';
 
 export type { SettingsSource } from './slot.js';
@@ -50,8 +48,8 @@ export class Scheduler implements TimetableHost, ClaimHost {
   private readonly log: Logger;
   private readonly shared: SharedClock;
   private readonly settings: SettingsSource;
-  private readonly hooks: RunHooks | undefined;
-  private readonly submit: SubmitTask;
+  /** What every run is given: the logger, the run hooks, the task submission. */
+  private readonly runPorts: RunPorts;
   private status: 'idle' | 'running' | 'stopping' | 'stopped' = 'idle';
   private stopping: Promise<void> | undefined;
 
@@ -62,8 +60,7 @@ export class Scheduler implements TimetableHost, ClaimHost {
     this.leads = new ClaimLeads(this.coordinator.claimLeadMs ?? 0);
     this.settings = opts.settings ?? NO_SETTINGS;
     this.order = opts.claimOrder ?? ALONE;
-    this.hooks = opts.hooks;
-    this.submit = opts.submit ?? NO_EXECUTORS;
+    this.runPorts = { logger: opts.logger, hooks: opts.hooks, submit: opts.submit ?? NO_EXECUTORS };
     this.emitter = new Emitter((err, event) => this.log.error({ err, event }, 'a listener of %s threw', event));
     this.shared = new SharedClock(this.clock, this.coordinator, this.emitter, (step, wall) => {
       for (const slot of this.slots.values()) this.timetable.afterStep(slot, step, wall);
@@ -278,34 +275,8 @@ export class Scheduler implements TimetableHost, ClaimHost {
     else this.claims.claim(slot, eff, tick, mode, request, backup);
   }
 
+  /** Starts the run of a tick that is this node's: see `start-run.ts`. */
   startRun(slot: Slot, eff: EffectiveSchedule, tick: number, manual: boolean, lease: HeldLease | undefined): void {
-    const run = executeRun({
-      job: slot.job,
-      tick,
-      manual,
-      timeoutMs: eff.timeoutMs,
-      leaseMs: eff.leaseMs,
-      lease,
-      instanceId: this.instanceId,
-      logger: this.log,
-      clock: this.clock,
-      now: () => this.now(),
-      emitter: this.emitter,
-      delayAfterMs: eff.trigger.kind === 'fixedDelay' ? eff.trigger.intervalMs : undefined,
-      nextTickAt: eff.trigger.kind === 'fixedDelay' ? null : slot.nextAt,
-      hooks: this.hooks,
-      submit: this.submit,
-    });
-    slot.running = run;
-    void run.settled.then(() => {
-      if (slot.running === run) slot.running = undefined;
-      const current = slot.effective?.trigger;
-      // fixedDelay: the next start is the delay after this end (for an installation job the
-      // claim compares it with the cluster's due time kept in Redis).
-      if (this.status === 'running' && current?.kind === 'fixedDelay') {
-        // A step since the last wake is taken in with the time the delay is planned from.
-        this.timetable.tick(slot, this.observeClock() + current.intervalMs);
-      }
-    });
+    startRun(this, this.runPorts, slot, eff, tick, manual, lease);
   }
 }
