@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { Scheduler } from '../src/runner/runner.js';
 import { MAX_CLAIM_LEAD_MS, nextClaimLead } from '../src/runner/leads.js';
 import type { ClaimResult, ClaimRequest, Coordinator, HeldLease } from '../src/lease/port.js';
+import type { ClaimOrder } from '../src/runner/order.js';
 import { LeaseholdError, type JobContext } from '../src/index.js';
 import { rendezvousOrder } from '../src/status/spread.js';
 import { ManualClock } from './helpers/clock.js';
@@ -41,6 +42,26 @@ function lasting(clock: ManualClock, ms: number): (ctx: JobContext) => Promise<v
     clock.setTimer(r, ms);
     ctx.signal.addEventListener('abort', () => r());
   });
+}
+
+/**
+ * A node with `claimOrder` over a scripted coordinator, running one job every second: the claims
+ * it sends (tick and ms after it, from T0, and whether as the backup) and its skips.
+ */
+function ranked(claimOrder: ClaimOrder, answer: (r: ClaimRequest, n: number) => ClaimResult) {
+  const clock = new ManualClock(T0 + 500);
+  const { logger } = memoryLogger();
+  const sent: Array<[tick: number, late: number, backup: boolean]> = [];
+  const coordinator = scripted((r, n) => {
+    sent.push([r.tick - T0, clock.now() - r.tick, r.backup === true]);
+    return answer(r, n);
+  });
+  const core = new Scheduler({ instanceId: 'me', logger, shutdownGraceMs: 0, clock, coordinator, claimOrder });
+  const skips: string[] = [];
+  core.on('skipped', (e) => skips.push(`${e.scheduledAt - T0} ${e.reason}`));
+  core.add({ id: 'j', scope: 'installation', cron: '* * * * * *', run: () => {} });
+  core.start();
+  return { clock, core, sent, skips };
 }
 
 function setup(coordinator: Coordinator) {
@@ -414,20 +435,9 @@ test('a tick this node skipped as an overrun that another node counted as a fail
 });
 
 test('a backup claims a hand-off delay after the tick and says it is the backup, so the store reads before it claims; the first claimer does not', async () => {
-  const clock = new ManualClock(T0 + 500);
-  const { logger } = memoryLogger();
-  const sent: Array<[tick: number, atMs: number, backup: boolean]> = [];
-  const coordinator = scripted((r) => {
-    sent.push([r.tick - T0, clock.now() - r.tick, r.backup === true]);
-    return { kind: 'done', lastTick: r.tick, counted: false };
-  });
   // This node is the backup of the even seconds and the first claimer of the odd ones.
   const claimOrder = { place: (_job: string, tick: number | undefined) => ((tick ?? 0) - T0) % 2_000 === 0 ? 1 : 0, handoffMs: 100 };
-  const core = new Scheduler({ instanceId: 'me', logger, shutdownGraceMs: 0, clock, coordinator, claimOrder });
-  const skips: string[] = [];
-  core.on('skipped', (e) => skips.push(`${e.scheduledAt - T0} ${e.reason}`));
-  core.add({ id: 'j', scope: 'installation', cron: '* * * * * *', run: () => {} });
-  core.start();
+  const { clock, core, sent, skips } = ranked(claimOrder, (r) => ({ kind: 'done', lastTick: r.tick, counted: false }));
   await clock.advance(4_200);
   assert.deepEqual(sent, [[1_000, 0, false], [2_000, 100, true], [3_000, 0, false], [4_000, 100, true]]);
   assert.deepEqual(skips, ['1000 claimed', '3000 claimed'], 'a backup that finds the tick taken is no skip');
@@ -485,20 +495,9 @@ test('a fixedDelay backup keeps its hand-off delay when the first claimer lets i
 });
 
 test("a backup's claim retried after finding the lease held is still the backup's: it reads first, and a tick found taken is no skip", async () => {
-  const clock = new ManualClock(T0 + 500);
-  const { logger } = memoryLogger();
-  const sent: Array<[tick: number, late: number, backup: boolean]> = [];
-  const coordinator = scripted((r, n) => {
-    sent.push([r.tick - T0, clock.now() - r.tick, r.backup === true]);
-    // The first claimer's earlier run still holds the lease; then the first claimer has the tick.
-    return n === 1 ? { kind: 'held', holder: 'x', value: 'x', pttlMs: 300 } : { kind: 'done', lastTick: r.tick, counted: false };
-  });
   const claimOrder = { place: (_job: string, tick: number | undefined) => (tick === T0 + 1_000 ? 1 : 2), handoffMs: 100 };
-  const core = new Scheduler({ instanceId: 'me', logger, shutdownGraceMs: 0, clock, coordinator, claimOrder });
-  const skips: string[] = [];
-  core.on('skipped', (e) => skips.push(`${e.scheduledAt - T0} ${e.reason}`));
-  core.add({ id: 'j', scope: 'installation', cron: '* * * * * *', run: () => {} });
-  core.start();
+  // The first claimer's earlier run still holds the lease; then the first claimer has the tick.
+  const { clock, core, sent, skips } = ranked(claimOrder, (r, n) => (n === 1 ? { kind: 'held', holder: 'x', value: 'x', pttlMs: 300 } : { kind: 'done', lastTick: r.tick, counted: false }));
   await clock.advance(1_000);
   assert.deepEqual(sent, [[1_000, 100, true], [1_000, 300, true]]);
   assert.deepEqual(skips, [], 'the first claimer ran it: no skip here');
