@@ -93,15 +93,7 @@ export class Claims {
       });
       // The first claimer's claim of a grid tick: its round trip sets how early the next one goes.
       if (mode === 'grid' && !backup) this.learnLead(slot, host.clock.monotonic() - sentAt);
-      // A backup's answer says whether the first claimer claimed the grid tick: one that lets
-      // its ticks pass has the backup claim them on the tick until it claims one again.
-      if (backup && mode === 'grid' && !catchUp && (result.kind === 'claimed' || result.kind === 'done')) {
-        const suspect = host.order.backupAnswered?.(slot.job.id, tick, result.kind === 'claimed');
-        if (suspect !== undefined) {
-          this.log.info({ jobId: slot.job.id, tick: new Date(tick).toISOString(), node: suspect }, 'node %s let tick %s of "%s" pass to this node, its backup (dead, or stalled): this node claims the ticks it ranks first for on the tick until it finds one claimed', suspect, new Date(tick).toISOString(), slot.job.id);
-          host.firstSuspected();
-        }
-      }
+      if (backup && mode === 'grid' && !catchUp) this.backupAnswered(slot, tick, result);
     } catch (err) {
       slot.claiming = undefined;
       // A paused tick that cannot be marked is this node's skip all the same.
@@ -167,6 +159,19 @@ export class Claims {
         this.held(slot, eff, tick, mode, now, backup);
         return;
     }
+  }
+
+  /**
+   * A backup's answer says whether the first claimer claimed the grid tick: one that lets its
+   * ticks pass has the backup claim them on the tick until it claims one again.
+   */
+  private backupAnswered(slot: Slot, tick: number, result: ClaimResult): void {
+    if (result.kind !== 'claimed' && result.kind !== 'done') return;
+    const suspect = this.host.order.backupAnswered?.(slot.job.id, tick, result.kind === 'claimed');
+    if (suspect === undefined) return;
+    const at = new Date(tick).toISOString();
+    this.log.info({ jobId: slot.job.id, tick: at, node: suspect }, 'node %s let tick %s of "%s" pass to this node, its backup (dead, or stalled): this node claims the ticks it ranks first for on the tick until it finds one claimed', suspect, at, slot.job.id);
+    this.host.firstSuspected();
   }
 
   /** Learns the schedule's claim lead from a round trip; a lead that grew moves its jobs' next fires, planned already, earlier. */
