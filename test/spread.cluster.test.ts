@@ -1,7 +1,8 @@
 /**
  * [spread] Real node processes: the ticks of installation jobs spread over the live nodes,
- * a backup node takes a dead first claimer's ticks a hand-off delay late, and nodes joining
- * and leaving every few seconds never make a tick run twice or go unrun.
+ * a backup node takes a dead first claimer's ticks, the node left of three takes the ticks of
+ * two killed at once, and nodes joining and leaving every few seconds never make a tick run
+ * twice or go unrun.
  */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -196,5 +197,35 @@ test('two of three nodes stopping at once: the one left runs every tick from the
     const ran = new Set(lines.filter((l) => l.job === job && l.ev === 'start').map((l) => l.tick));
     assert.deepEqual(ticksIn(goneAt + 300, to - 1_000).filter((t) => !ran.has(t)).map((t) => new Date(t).toISOString()), [], `${job}: every tick after the others left ran`);
     assert.deepEqual(duplicateTicks(lines, job), [], `${job}: no tick twice`);
+  }
+});
+
+test('kill -9 of two of three nodes: the one left runs every tick from a few seconds after, not from when the heartbeats drop them', async () => {
+  const prefix = `s${++seq}`;
+  const runLog = join(dir, `${prefix}.jsonl`);
+  const jobs = 'cron-1s,fast-0ms,rate-1s';
+  const [a, b, c] = ['a', 'b', 'c'].map((id) => node(prefix, id, runLog, jobs, { JOB_BODY_MS: '0' })) as [NodeProc, NodeProc, NodeProc];
+  try {
+    await Promise.all([a, b, c].map(started));
+    await sleep(7_000); // the heartbeats have shown every node to every other
+    // A third of each job's ticks ranked b and c first and second: until a suspects both, a
+    // claims none of those, and they drop out of its live nodes only 15 s after their last heartbeat.
+    b.kill('SIGKILL');
+    c.kill('SIGKILL');
+    await Promise.all([b.exited, c.exited]);
+    const killedAt = Date.now();
+    await sleep(11_000);
+    const to = Date.now();
+    const lines = readRuns(runLog);
+    // Runs of no length: b and c held no lease when killed. The first ticks after the kill pass
+    // to a as their backup, which then suspects the node ranked first.
+    for (const job of jobs.split(',')) {
+      const ran = new Set(lines.filter((l) => l.job === job && l.ev === 'start').map((l) => l.tick));
+      assert.deepEqual(ticksIn(killedAt + 3_000, to - 1_000).filter((t) => !ran.has(t)).map((t) => new Date(t).toISOString()), [], `${job}: every tick ran`);
+      assert.deepEqual(duplicateTicks(lines, job), [], `${job}: no tick twice`);
+    }
+  } finally {
+    for (const p of [a, b, c]) if (p.child.exitCode === null) p.kill('SIGTERM');
+    await Promise.all([a, b, c].map((p) => p.exited));
   }
 });

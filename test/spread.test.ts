@@ -81,6 +81,38 @@ describe('a first claimer that lets its ticks pass', () => {
   });
 });
 
+describe('two nodes ranked ahead that let their ticks pass', () => {
+  it('the node ranked third is the backup of the one ahead it does not suspect, and claims on the tick once it suspects both; fixedDelay jobs keep their order', () => {
+    const nodes = ['me', 'x', 'y'];
+    const o = rendezvousOrder('me', () => nodes);
+    const ticks = Array.from({ length: 200 }, (_, i) => 1_796_000_000_000 + i * 1_000);
+    const firstIs = (node: string, t: number) => rendezvousOrder(node, () => nodes).place('j', t) === 0;
+    const third = ticks.filter((t) => o.place('j', t) === 2);
+    const [xFirst] = ticks.filter((t) => o.place('j', t) === 1 && firstIs('x', t)) as [number];
+    const [yFirst] = ticks.filter((t) => o.place('j', t) === 1 && firstIs('y', t)) as [number];
+    const xThenY = third.filter((t) => firstIs('x', t));
+    assert.ok(xThenY.length >= 4 && third.length - xThenY.length >= 4, `${xThenY.length} ticks ranked x, y, then this node; ${third.length - xThenY.length} ranked y, x`);
+    const places = () => third.map((t) => o.place('j', t));
+    const onTick = () => third.map((t) => o.firstSuspected?.('j', t));
+    const delayPlace = o.place('delay', undefined);
+
+    assert.equal(o.backupAnswered?.('j', xFirst, true), 'x');
+    assert.deepEqual(places(), third.map(() => 1), 'x suspected: this node is the backup of y where it ranked third');
+    assert.deepEqual(onTick(), third.map(() => false), 'y is not suspected: a hand-off delay late');
+    assert.equal(o.backupAnswered?.('j', third[0] as number, true), undefined, 'a tick won as the backup of y suspects no one new');
+    assert.deepEqual(onTick(), third.map(() => false));
+    assert.equal(o.backupAnswered?.('j', yFirst, true), 'y');
+    assert.deepEqual(onTick(), third.map(() => true), 'both suspected: on the tick');
+    assert.equal(o.backupAnswered?.('j', third[1] as number, false), undefined);
+    assert.deepEqual(onTick(), third.map(() => true), 'a tick ranked third found claimed says nothing of which node claimed it');
+    assert.equal(o.place('delay', undefined), delayPlace, 'a fixedDelay job has no tick to let pass: its order stays');
+    const later = ticks.filter((t) => t > Math.max(xFirst, yFirst, third[0] as number, third[1] as number) && rendezvousOrder('me', () => nodes).place('j', t) === 1 && firstIs('x', t));
+    assert.equal(o.backupAnswered?.('j', later[0] as number, false), undefined);
+    assert.deepEqual(onTick(), third.map(() => false), 'x claims again: a hand-off delay late where it ranks ahead of this node');
+    assert.deepEqual(places(), third.map(() => 1), 'y is still suspected: this node stays the backup of x where y ranked ahead of it');
+  });
+});
+
 describe('nodes that see the live nodes differently', () => {
   let server: TestRedis;
   let cli: Redis;

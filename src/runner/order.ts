@@ -6,7 +6,7 @@
  * still decides each tick once, so nodes that see the live nodes differently may cost a
  * hand-off delay or an extra claim, never a run twice. A backup whose first claimer lets a cron
  * or fixedRate tick pass (dead, or stalled) claims its next ones at the tick until that node
- * claims one again.
+ * claims one again, and the node behind it becomes their backup.
  * @module
  */
 
@@ -15,14 +15,16 @@ export interface ClaimOrder {
   /**
    * This node's place for the job's tick among the live nodes that run the job: 0 claims at
    * the tick, 1 claims a hand-off delay after it (the backup), 2 or more does not claim. A
-   * fixedDelay job has no shared tick: `tick` is undefined and the place is the job's own.
+   * fixedDelay job has no shared tick: `tick` is undefined and the place is the job's own. A
+   * node ranked behind nodes that let grid ticks pass (see {@link firstSuspected}) passes over
+   * them, but never to 0: it claims as a backup, reading first.
    */
   place(jobId: string, tick: number | undefined): number;
   /** How long after the tick the backup claims, ms. */
   readonly handoffMs: number;
   /**
-   * Whether the node ranked first for the job's grid tick (cron, fixedRate) let a tick pass to
-   * this node, its backup (it died, or stalled), and was not found to claim a later one: the
+   * Whether every node ranked ahead of this one for the job's grid tick (cron, fixedRate) let a
+   * tick pass to its backup (it died, or stalled) and was not found to claim a later one: the
    * backup then claims at the tick, reading first, rather than a hand-off delay after it.
    * Absent: never.
    */

@@ -10,7 +10,10 @@
  * stalled) is suspected by that backup: the backup claims the ticks that node ranks first for
  * on the tick, reading first, rather than a hand-off delay after it, until it finds one of them
  * due later claimed (the node claims again) or the node leaves the live nodes (a node back under
- * the same id is found claiming at its first tick). A live node claims ahead of its ticks, so
+ * the same id is found claiming at its first tick). A node ranked behind a suspect passes over
+ * it: ranked third behind one, it is the backup of the second, a hand-off delay late; behind two
+ * it suspects, it claims on the tick. So when two nodes die at once the others take their ticks
+ * from the first few, not when the heartbeats drop them. A live node claims ahead of its ticks, so
  * the backup's read at the tick finds its next one claimed: a node wrongly suspected costs a
  * read, or a tick it claims late runs on its backup, never a run twice.
  * @module
@@ -61,63 +64,74 @@ export function rendezvousOrder(self: string, peers: () => readonly string[], ha
     }
     return h;
   };
+  // The nodes ranked first that let a tick pass to this node, their backup, and have not been
+  // found to claim a later one: by the tick they let pass. A tick due as early found claimed says
+  // nothing of now (a node killed once it had claimed some of a tick's jobs and not the others).
+  // Where this node ranks behind a suspect, it ranks a place higher: two nodes killed at once
+  // have the third take the ticks they ranked first and second.
+  const suspects = new Map<string, number>();
+  /** Whether `node`, of weight `w`, ranks ahead of this node, of weight `mine` (ties go to the smaller id, so every node breaks them alike). */
+  const ranksAhead = (node: string, w: number, mine: number): boolean => w > mine || (w === mine && node < self);
   const place = (jobId: string, tick: number | undefined): number => {
     const nodes = peers();
     if (nodes.length <= 1) return 0;
     const job = hashOf(jobHashes, jobId);
     const mine = weight(job, tick, hashOf(nodeHashes, self));
+    // A grid tick's suspects ranked ahead are passed over by the nodes behind them, but the node
+    // ranked first stays first: a suspect's ticks are claimed by the backup, reading first.
+    const passOver = tick !== undefined && suspects.size > 0;
     let ahead = 0;
+    let unsuspected = 0;
     for (const node of nodes) {
-      if (node === self) continue;
-      const w = weight(job, tick, hashOf(nodeHashes, node));
-      // Ties go to the smaller id, so every node breaks them alike.
-      if (w > mine || (w === mine && node < self)) ahead++;
-      if (ahead >= 2) return ahead;
+      if (node === self || !ranksAhead(node, weight(job, tick, hashOf(nodeHashes, node)), mine)) continue;
+      ahead++;
+      if (!passOver || !suspects.has(node)) unsuspected++;
+      if (unsuspected >= 2) return 2;
     }
-    return ahead;
+    return ahead === 0 ? 0 : Math.max(1, unsuspected);
   };
-  /** The node ranked first for the job's tick, of the live nodes but this one. */
-  const firstOther = (jobId: string, tick: number): string | undefined => {
+  /** The live nodes ranked ahead of this one for the job's grid tick, first first. */
+  const aheadOf = (jobId: string, tick: number): string[] => {
     const job = hashOf(jobHashes, jobId);
-    let first: string | undefined;
-    let best = -1;
+    const mine = weight(job, tick, hashOf(nodeHashes, self));
+    const ahead: Array<{ node: string; w: number }> = [];
     for (const node of peers()) {
       if (node === self) continue;
       const w = weight(job, tick, hashOf(nodeHashes, node));
-      if (w > best || (w === best && first !== undefined && node < first)) {
-        first = node;
-        best = w;
-      }
+      if (ranksAhead(node, w, mine)) ahead.push({ node, w });
     }
-    return first;
+    return ahead.sort((p, q) => q.w - p.w || (p.node < q.node ? -1 : 1)).map((a) => a.node);
   };
-  // The nodes ranked first that let a tick pass to this node, their backup, and have not been
-  // found to claim a later one: by the tick they let pass. A tick due as early found claimed says
-  // nothing of now (a node killed once it had claimed some of a tick's jobs and not the others).
-  const suspects = new Map<string, number>();
   return {
     handoffMs,
     place,
     firstSuspected(jobId, tick) {
       if (suspects.size === 0) return false;
-      const first = firstOther(jobId, tick);
-      return first !== undefined && suspects.has(first);
+      const ahead = aheadOf(jobId, tick);
+      return ahead.length > 0 && ahead.every((node) => suspects.has(node));
     },
     backupAnswered(jobId, tick, claimed) {
       if (!claimed && suspects.size === 0) return undefined;
       // The live nodes changed since the claim went out: its answer says nothing of who is first now.
       if (place(jobId, tick) !== 1) return undefined;
-      const first = firstOther(jobId, tick);
+      const ahead = aheadOf(jobId, tick);
+      const first = ahead[0];
       if (first === undefined) return undefined;
-      const since = suspects.get(first);
       if (!claimed) {
-        if (since !== undefined && tick > since) suspects.delete(first);
+        // Found claimed by the node ranked first, unless another node ranked ahead of this one
+        // claimed it: that says nothing of which.
+        const since = suspects.get(first);
+        if (ahead.length === 1 && since !== undefined && tick > since) suspects.delete(first);
         return undefined;
       }
-      if (since !== undefined) {
-        suspects.set(first, Math.max(since, tick));
-        return undefined;
+      // Every node ranked ahead let the tick pass. A node is suspected anew only by its own backup
+      // (it alone ranks ahead): where two rank ahead, the one not suspected may have claimed a
+      // hand-off delay late as this node did, and lost.
+      for (const node of ahead) {
+        const since = suspects.get(node);
+        if (since !== undefined) suspects.set(node, Math.max(since, tick));
       }
+      if (ahead.length > 1 || suspects.has(first)) return undefined;
       // Nodes no longer live are forgotten here, where a new one is suspected.
       const live = new Set(peers());
       for (const node of suspects.keys()) if (!live.has(node)) suspects.delete(node);
