@@ -444,6 +444,17 @@ test('a backup claims a hand-off delay after the tick and says it is the backup,
   await core.stop();
 });
 
+test("a backup whose hand-off is past the tick's misfire grace does not claim it: no tick starts later than its grace", async () => {
+  // The job runs every second (grace 1 s). Two hand-off delays of 750 ms, as a node passing over
+  // a suspect waits, are past it on the odd seconds; 200 ms on the even ones.
+  const claimOrder = { place: () => 1, handoffMs: 750, handoffFor: (_job: string, tick: number) => ((tick - T0) % 2_000 === 0 ? 200 : 1_500) };
+  const { clock, core, sent, skips } = ranked(claimOrder, (r) => ({ kind: 'done', lastTick: r.tick, counted: false }));
+  await clock.advance(6_200);
+  assert.deepEqual(sent, [[2_000, 200, true], [4_000, 200, true], [6_000, 200, true]]);
+  assert.deepEqual(skips, []);
+  await core.stop();
+});
+
 test('a backup whose first claimer let a tick pass claims its next ticks at the tick, reading first, until it finds one claimed again', async () => {
   // Two live nodes; 'x' ranks first for the first eight ticks of the job (a job id the hash
   // makes so: this node is their backup, and each next fire is planned, a hand-off late, before
@@ -476,8 +487,8 @@ test('a backup whose first claimer let a tick pass claims its next ticks at the 
 test('a fixedDelay backup keeps its hand-off delay when the first claimer lets its runs pass: both would fire at the due time', async () => {
   const clock = new ManualClock(T0 + 500);
   const { logger } = memoryLogger();
-  const { firstSuspected, backupAnswered } = rendezvousOrder('me', () => ['me', 'x']);
-  const claimOrder = { place: () => 1, handoffMs: 100, firstSuspected, backupAnswered };
+  const { handoffFor, backupAnswered } = rendezvousOrder('me', () => ['me', 'x']);
+  const claimOrder = { place: () => 1, handoffMs: 100, handoffFor, backupAnswered };
   const late: number[] = [];
   let due = T0 + 500;
   const coordinator = scripted((r) => {

@@ -200,7 +200,7 @@ test('two of three nodes stopping at once: the one left runs every tick from the
   }
 });
 
-test('kill -9 of two of three nodes: the one left runs every tick from a few seconds after, not from when the heartbeats drop them', async () => {
+test('kill -9 of two of three nodes: the one left runs every tick from 5 s after, not from when the heartbeats drop them', async () => {
   const prefix = `s${++seq}`;
   const runLog = join(dir, `${prefix}.jsonl`);
   const jobs = 'cron-1s,fast-0ms,rate-1s';
@@ -214,14 +214,14 @@ test('kill -9 of two of three nodes: the one left runs every tick from a few sec
     c.kill('SIGKILL');
     await Promise.all([b.exited, c.exited]);
     const killedAt = Date.now();
-    await sleep(11_000);
+    await sleep(12_000);
     const to = Date.now();
     const lines = readRuns(runLog);
-    // Runs of no length: b and c held no lease when killed. The first ticks after the kill pass
-    // to a as their backup, which then suspects the node ranked first.
+    // Runs of no length: b and c held no lease when killed. The first ticks after the kill that
+    // a is the backup of have it suspect b and c: with three jobs a tick, within a few seconds.
     for (const job of jobs.split(',')) {
       const ran = new Set(lines.filter((l) => l.job === job && l.ev === 'start').map((l) => l.tick));
-      assert.deepEqual(ticksIn(killedAt + 3_000, to - 1_000).filter((t) => !ran.has(t)).map((t) => new Date(t).toISOString()), [], `${job}: every tick ran`);
+      assert.deepEqual(ticksIn(killedAt + 5_000, to - 1_000).filter((t) => !ran.has(t)).map((t) => new Date(t).toISOString()), [], `${job}: every tick ran`);
       assert.deepEqual(duplicateTicks(lines, job), [], `${job}: no tick twice`);
     }
   } finally {

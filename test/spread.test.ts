@@ -58,7 +58,7 @@ describe('a first claimer that lets its ticks pass', () => {
     const xFirst = all(o, 'x');
     const yFirst = all(o, 'y');
     assert.ok(xFirst.length >= 4 && yFirst.length >= 2, `this node is the backup of ${xFirst.length} ticks of x and ${yFirst.length} of y`);
-    const suspected = (ticks: number[]) => ticks.map((t) => o.firstSuspected?.('j', t));
+    const suspected = (ticks: number[]) => ticks.map((t) => o.handoffFor?.('j', t) === 0);
     const [x0, x1, x2, x3] = xFirst as [number, number, number, number];
     const [y0] = yFirst as [number];
     const answer = (tick: number, claimed: boolean) => o.backupAnswered?.('j', tick, claimed);
@@ -72,44 +72,66 @@ describe('a first claimer that lets its ticks pass', () => {
     // Another job of the same tick that x had claimed before it stopped (as a killed node may).
     const other = Array.from({ length: 50 }, (_, i) => `k${i}`).find((k) => o.place(k, x1) === 1 && rendezvousOrder('x', () => nodes).place(k, x1) === 0) as string;
     assert.equal(o.backupAnswered?.(other, x1, false), undefined);
-    assert.ok(o.firstSuspected?.('j', x2), 'a tick of x due no later than the last it let pass, found claimed, says nothing of now');
+    assert.equal(o.handoffFor?.('j', x2), 0, 'a tick of x due no later than the last it let pass, found claimed, says nothing of now');
     assert.equal(answer(x2, false), undefined);
     assert.deepEqual(suspected(xFirst), xFirst.map(() => false), 'a later tick of x found claimed: x claims again');
     assert.equal(answer(x3, true), 'x');
     nodes = ['me', 'y'];
-    assert.ok(Array.from({ length: 60 }, (_, i) => 1_796_000_000_000 + i * 1_000).every((t) => o.firstSuspected?.('j', t) === false), 'x is gone: y ranks first where x did, unsuspected');
+    assert.ok(Array.from({ length: 60 }, (_, i) => 1_796_000_000_000 + i * 1_000).every((t) => o.handoffFor?.('j', t) === 100), 'x is gone: y ranks first where x did, unsuspected');
   });
 });
 
 describe('two nodes ranked ahead that let their ticks pass', () => {
-  it('the node ranked third is the backup of the one ahead it does not suspect, and claims on the tick once it suspects both; fixedDelay jobs keep their order', () => {
+  it('the node ranked third is the backup, after it, of the one ahead it does not suspect, and claims on the tick once it suspects both; fixedDelay jobs keep their order', () => {
     const nodes = ['me', 'x', 'y'];
     const o = rendezvousOrder('me', () => nodes);
+    const plain = rendezvousOrder('me', () => nodes); // suspects no one: the ranking itself
     const ticks = Array.from({ length: 200 }, (_, i) => 1_796_000_000_000 + i * 1_000);
     const firstIs = (node: string, t: number) => rendezvousOrder(node, () => nodes).place('j', t) === 0;
-    const third = ticks.filter((t) => o.place('j', t) === 2);
-    const [xFirst] = ticks.filter((t) => o.place('j', t) === 1 && firstIs('x', t)) as [number];
-    const [yFirst] = ticks.filter((t) => o.place('j', t) === 1 && firstIs('y', t)) as [number];
+    const backupOf = (node: string) => ticks.filter((t) => plain.place('j', t) === 1 && firstIs(node, t));
+    const third = ticks.filter((t) => plain.place('j', t) === 2);
     const xThenY = third.filter((t) => firstIs('x', t));
     assert.ok(xThenY.length >= 4 && third.length - xThenY.length >= 4, `${xThenY.length} ticks ranked x, y, then this node; ${third.length - xThenY.length} ranked y, x`);
+    const [xFirst, yFirst] = [backupOf('x')[0], backupOf('y')[0]] as [number, number];
+    // A tick ranked third, due after a tick this node is the backup of x for: won, it says x let it pass too.
+    const won = third.find((t) => t > yFirst && backupOf('x').some((b) => b > xFirst && b < t));
+    const between = backupOf('x').find((b) => b > xFirst && won !== undefined && b < won);
+    assert.ok(won !== undefined && between !== undefined);
     const places = () => third.map((t) => o.place('j', t));
-    const onTick = () => third.map((t) => o.firstSuspected?.('j', t));
+    const onTick = () => third.map((t) => o.handoffFor?.('j', t) === 0);
     const delayPlace = o.place('delay', undefined);
 
     assert.equal(o.backupAnswered?.('j', xFirst, true), 'x');
     assert.deepEqual(places(), third.map(() => 1), 'x suspected: this node is the backup of y where it ranked third');
-    assert.deepEqual(onTick(), third.map(() => false), 'y is not suspected: a hand-off delay late');
-    assert.equal(o.backupAnswered?.('j', third[0] as number, true), undefined, 'a tick won as the backup of y suspects no one new');
+    assert.deepEqual(third.map((t) => o.handoffFor?.('j', t)), third.map(() => 200), 'y is not suspected: two hand-off delays late, after y, which learns from its own claim');
+    assert.equal(o.backupAnswered?.('j', won, true), undefined, 'a tick won as the backup of y suspects no one new');
     assert.deepEqual(onTick(), third.map(() => false));
+    assert.equal(o.backupAnswered?.('j', between, false), undefined);
+    assert.deepEqual(places(), third.map(() => 1), 'x let the tick won pass too: one of its ticks due before it, found claimed, says nothing of now');
     assert.equal(o.backupAnswered?.('j', yFirst, true), 'y');
     assert.deepEqual(onTick(), third.map(() => true), 'both suspected: on the tick');
-    assert.equal(o.backupAnswered?.('j', third[1] as number, false), undefined);
+    const foundClaimed = third.find((t) => t > won) as number;
+    assert.equal(o.backupAnswered?.('j', foundClaimed, false), undefined);
     assert.deepEqual(onTick(), third.map(() => true), 'a tick ranked third found claimed says nothing of which node claimed it');
     assert.equal(o.place('delay', undefined), delayPlace, 'a fixedDelay job has no tick to let pass: its order stays');
-    const later = ticks.filter((t) => t > Math.max(xFirst, yFirst, third[0] as number, third[1] as number) && rendezvousOrder('me', () => nodes).place('j', t) === 1 && firstIs('x', t));
-    assert.equal(o.backupAnswered?.('j', later[0] as number, false), undefined);
-    assert.deepEqual(onTick(), third.map(() => false), 'x claims again: a hand-off delay late where it ranks ahead of this node');
+    const later = backupOf('x').find((t) => t > foundClaimed) as number;
+    assert.equal(o.backupAnswered?.('j', later, false), undefined);
+    assert.deepEqual(third.map((t) => o.handoffFor?.('j', t)), third.map(() => 200), 'x claims again: two hand-off delays late, behind x and y');
     assert.deepEqual(places(), third.map(() => 1), 'y is still suspected: this node stays the backup of x where y ranked ahead of it');
+  });
+
+  it('forgets a suspect that leaves the live nodes, and ranks behind it again if it comes back', () => {
+    let nodes = ['me', 'x', 'y'];
+    const o = rendezvousOrder('me', () => nodes);
+    const ticks = Array.from({ length: 100 }, (_, i) => 1_796_000_000_000 + i * 1_000);
+    const xFirst = ticks.find((t) => o.place('j', t) === 1 && rendezvousOrder('x', () => nodes).place('j', t) === 0) as number;
+    const third = () => ticks.filter((t) => rendezvousOrder('me', () => nodes).place('j', t) === 2);
+    assert.equal(o.backupAnswered?.('j', xFirst, true), 'x');
+    assert.ok(third().some((t) => o.place('j', t) === 1));
+    nodes = ['me', 'y'];
+    o.place('j', xFirst);
+    nodes = ['me', 'x', 'y'];
+    assert.deepEqual(third().map((t) => o.place('j', t)), third().map(() => 2), 'x back under its id: no longer suspected');
   });
 });
 

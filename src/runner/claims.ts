@@ -185,7 +185,7 @@ export class Claims {
    * backup's too), or skip the tick (the first claimer's skip: a backup counts none).
    */
   private held(slot: Slot, eff: EffectiveSchedule, tick: number, mode: ClaimMode, now: number, backup: boolean): void {
-    const grace = slot.job.misfireGraceMs ?? Math.min(eff.leaseMs, eff.trigger.intervalMs);
+    const grace = slot.graceMs(eff);
     const step = Math.max(50, Math.min(1_000, Math.floor(grace / 5)));
     if (mode === 'delay') {
       // fixedDelay: another node's run is going on; its end sets the next due time.

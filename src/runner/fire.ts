@@ -32,10 +32,12 @@ export function fireTick(host: FireHost, slot: Slot, tick: number, now: number):
   // Installation ticks are claimed by the first node of the live nodes' ranking at the tick,
   // by the second a hand-off delay later, by no other.
   const delay = slot.effective?.trigger.kind === 'fixedDelay';
-  const place = slot.job.scope === 'installation' ? placeOf(host.order, slot.job.id, delay, tick) : 0;
+  let place = slot.job.scope === 'installation' ? placeOf(host.order, slot.job.id, delay, tick) : 0;
   if (place === 1) {
-    const handoff = handoffOf(host.order, slot.job.id, delay, tick);
-    if (now < tick + handoff) {
+    const handoff = handoffOf(host.order, slot, delay, tick);
+    if (handoff === undefined) {
+      place = 2;
+    } else if (now < tick + handoff) {
       host.timetable.at(slot, tick + handoff, tick);
       return;
     }

@@ -81,6 +81,11 @@ export class Slot {
     return this.invalidCause ? 'invalidSchedule' : this.paused ? 'paused' : 'ok';
   }
 
+  /** How late a tick of `eff` may still start: the job's misfire grace, by default one lease time capped by the interval. */
+  graceMs(eff: EffectiveSchedule): number {
+    return this.job.misfireGraceMs ?? Math.min(eff.leaseMs, eff.trigger.intervalMs);
+  }
+
   /** Whether a claim or a run occupies the job. */
   get busy(): boolean {
     return this.claiming !== undefined || this.running !== undefined;

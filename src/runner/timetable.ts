@@ -140,14 +140,14 @@ export class Timetable {
    * When a tick fires. An installation job: its first claimer fires ahead of a grid tick (cron,
    * fixedRate) by its schedule's claim lead (see `leads.ts`), at most a quarter of its interval,
    * so the claim's round trip is over when the tick comes (the run still starts on the tick);
-   * the backup and the others fire a hand-off delay after it (the backup on the tick while the
-   * first claimer is suspected). Everything else fires on the tick.
+   * the backup and the others fire a hand-off delay after it (the backup on the tick while every
+   * node ranked ahead of it is suspected). Everything else fires on the tick.
    */
   private fireAt(slot: Slot, tick: number): number {
     if (slot.job.scope !== 'installation') return tick;
     const delay = slot.effective?.trigger.kind === 'fixedDelay';
     const place = placeOf(this.host.order, slot.job.id, delay, tick);
-    if (place === 1) return tick + handoffOf(this.host.order, slot.job.id, delay, tick);
+    if (place === 1) return tick + (handoffOf(this.host.order, slot, delay, tick) ?? this.host.order.handoffMs);
     if (place >= 2) return tick + this.host.order.handoffMs;
     const trigger = slot.effective?.trigger;
     if (!trigger || trigger.kind === 'fixedDelay') return tick;

@@ -11,11 +11,11 @@
  * on the tick, reading first, rather than a hand-off delay after it, until it finds one of them
  * due later claimed (the node claims again) or the node leaves the live nodes (a node back under
  * the same id is found claiming at its first tick). A node ranked behind a suspect passes over
- * it: ranked third behind one, it is the backup of the second, a hand-off delay late; behind two
- * it suspects, it claims on the tick. So when two nodes die at once the others take their ticks
- * from the first few, not when the heartbeats drop them. A live node claims ahead of its ticks, so
- * the backup's read at the tick finds its next one claimed: a node wrongly suspected costs a
- * read, or a tick it claims late runs on its backup, never a run twice.
+ * it: ranked third behind one, it is the backup of the other node ahead, two hand-off delays
+ * late (that node, if it lives, claims first); behind two it suspects, it claims on the tick. So when two nodes die at once the others take
+ * their ticks from the first few, not when the heartbeats drop them. A live node claims ahead
+ * of its ticks, so the backup's read at the tick finds its next one claimed: a node wrongly
+ * suspected costs a read, or a tick it claims late runs on its backup, never a run twice.
  * @module
  */
 import type { ClaimOrder } from '../runner/order.js';
@@ -68,12 +68,26 @@ export function rendezvousOrder(self: string, peers: () => readonly string[], ha
   // found to claim a later one: by the tick they let pass. A tick due as early found claimed says
   // nothing of now (a node killed once it had claimed some of a tick's jobs and not the others).
   // Where this node ranks behind a suspect, it ranks a place higher: two nodes killed at once
-  // have the third take the ticks they ranked first and second.
+  // have the third take the ticks they ranked first and second. A suspect that leaves the live
+  // nodes is forgotten (see livePeers).
   const suspects = new Map<string, number>();
   /** Whether `node`, of weight `w`, ranks ahead of this node, of weight `mine` (ties go to the smaller id, so every node breaks them alike). */
   const ranksAhead = (node: string, w: number, mine: number): boolean => w > mine || (w === mine && node < self);
-  const place = (jobId: string, tick: number | undefined): number => {
+  // The live nodes last read; a suspect no longer among them is forgotten when they change.
+  let live: readonly string[] = [];
+  const livePeers = (): readonly string[] => {
     const nodes = peers();
+    if (nodes !== live) {
+      live = nodes;
+      if (suspects.size > 0) {
+        const now = new Set(nodes);
+        for (const node of suspects.keys()) if (!now.has(node)) suspects.delete(node);
+      }
+    }
+    return nodes;
+  };
+  const place = (jobId: string, tick: number | undefined): number => {
+    const nodes = livePeers();
     if (nodes.length <= 1) return 0;
     const job = hashOf(jobHashes, jobId);
     const mine = weight(job, tick, hashOf(nodeHashes, self));
@@ -95,7 +109,7 @@ export function rendezvousOrder(self: string, peers: () => readonly string[], ha
     const job = hashOf(jobHashes, jobId);
     const mine = weight(job, tick, hashOf(nodeHashes, self));
     const ahead: Array<{ node: string; w: number }> = [];
-    for (const node of peers()) {
+    for (const node of livePeers()) {
       if (node === self) continue;
       const w = weight(job, tick, hashOf(nodeHashes, node));
       if (ranksAhead(node, w, mine)) ahead.push({ node, w });
@@ -105,10 +119,22 @@ export function rendezvousOrder(self: string, peers: () => readonly string[], ha
   return {
     handoffMs,
     place,
-    firstSuspected(jobId, tick) {
-      if (suspects.size === 0) return false;
-      const ahead = aheadOf(jobId, tick);
-      return ahead.length > 0 && ahead.every((node) => suspects.has(node));
+    handoffFor(jobId, tick) {
+      const nodes = livePeers();
+      if (suspects.size === 0) return handoffMs;
+      const job = hashOf(jobHashes, jobId);
+      const mine = weight(job, tick, hashOf(nodeHashes, self));
+      let ahead = 0;
+      let unsuspected = 0;
+      for (const node of nodes) {
+        if (node === self || !ranksAhead(node, weight(job, tick, hashOf(nodeHashes, node)), mine)) continue;
+        ahead++;
+        if (!suspects.has(node)) unsuspected++;
+      }
+      if (ahead > 0 && unsuspected === 0) return 0;
+      // Passing over a suspect, this node is the backup's backup: the node ranked second, if it
+      // lives, claims first, and learns from its own win that the first let the tick pass.
+      return ahead >= 2 ? 2 * handoffMs : handoffMs;
     },
     backupAnswered(jobId, tick, claimed) {
       if (!claimed && suspects.size === 0) return undefined;
@@ -132,9 +158,6 @@ export function rendezvousOrder(self: string, peers: () => readonly string[], ha
         if (since !== undefined) suspects.set(node, Math.max(since, tick));
       }
       if (ahead.length > 1 || suspects.has(first)) return undefined;
-      // Nodes no longer live are forgotten here, where a new one is suspected.
-      const live = new Set(peers());
-      for (const node of suspects.keys()) if (!live.has(node)) suspects.delete(node);
       suspects.set(first, tick);
       return first;
     },
