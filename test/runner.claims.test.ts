@@ -444,7 +444,7 @@ test('a backup claims a hand-off delay after the tick and says it is the backup,
   await core.stop();
 });
 
-test("a backup whose hand-off is past the tick's misfire grace does not claim it: no tick starts later than its grace", async () => {
+test("a node passing over a suspect does not claim past the tick's misfire grace: no tick starts later than its grace", async () => {
   // The job runs every second (grace 1 s). Two hand-off delays of 750 ms, as a node passing over
   // a suspect waits, are past it on the odd seconds; 200 ms on the even ones.
   const claimOrder = { place: () => 1, handoffMs: 750, handoffFor: (_job: string, tick: number) => ((tick - T0) % 2_000 === 0 ? 200 : 1_500) };
@@ -452,6 +452,13 @@ test("a backup whose hand-off is past the tick's misfire grace does not claim it
   await clock.advance(6_200);
   assert.deepEqual(sent, [[2_000, 200, true], [4_000, 200, true], [6_000, 200, true]]);
   assert.deepEqual(skips, []);
+  await core.stop();
+});
+
+test('the node ranked second claims however long its hand-off: its claim is how it learns that the first let the tick pass', async () => {
+  const { clock, core, sent } = ranked({ place: () => 1, handoffMs: 1_500 }, (r) => ({ kind: 'done', lastTick: r.tick, counted: false }));
+  await clock.advance(4_200);
+  assert.deepEqual(sent, [[1_000, 1_500, true], [3_000, 1_500, true]]);
   await core.stop();
 });
 

@@ -111,7 +111,7 @@ export interface RunnerOptions {
    * How long after an installation tick its backup node claims it, when the first-ranked node
    * has not (dead, stalled, or not seeing the same live nodes). Once that node has let a tick
    * pass, its backup claims its next ticks on the tick, reading first, until it finds one
-   * claimed. A backup claims no tick past the job's misfire grace. Default `100ms`.
+   * claimed. Default `100ms`.
    */
   readonly handoffDelay?: Duration;
   /**

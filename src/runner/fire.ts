@@ -30,7 +30,7 @@ export function fireTick(host: FireHost, slot: Slot, tick: number, now: number):
     return;
   }
   // Installation ticks are claimed by the first node of the live nodes' ranking at the tick,
-  // by the second a hand-off delay later, by no other.
+  // by the second a hand-off delay later (see handoffOf), by no other.
   const delay = slot.effective?.trigger.kind === 'fixedDelay';
   let place = slot.job.scope === 'installation' ? placeOf(host.order, slot.job.id, delay, tick) : 0;
   if (place === 1) {

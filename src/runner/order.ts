@@ -6,7 +6,7 @@
  * still decides each tick once, so nodes that see the live nodes differently may cost a
  * hand-off delay or an extra claim, never a run twice. A backup whose first claimer lets a cron
  * or fixedRate tick pass (dead, or stalled) claims its next ones at the tick until that node
- * claims one again, and the node behind it becomes their backup.
+ * claims one again, and the node behind it becomes their backup, two hand-off delays late.
  * @module
  */
 import type { Slot } from './slot.js';
@@ -48,15 +48,17 @@ export function placeOf(order: ClaimOrder, jobId: string, delay: boolean, tick: 
 
 /**
  * How long after the job's tick this node claims it as its backup (see
- * {@link ClaimOrder.handoffFor}), or undefined when that is past the tick's misfire grace: the
- * backup does not claim it, as no tick starts later than its grace. A fixedDelay job's backup
- * always waits the hand-off delay: its first claimer fires at its due time with no lead, and a
- * backup on the tick would race it for every run.
+ * {@link ClaimOrder.handoffFor}), or undefined when it is the backup by passing over a suspect
+ * and that is past the tick's misfire grace: no tick starts later than its grace, and the node
+ * ranked second, live or not, has had its turn. The node ranked second always claims, however
+ * long its hand-off: its claim is what tells it that the first let the tick pass. A fixedDelay
+ * job's backup always waits the hand-off delay: its first claimer fires at its due time with no
+ * lead, and a backup on the tick would race it for every run.
  */
 export function handoffOf(order: ClaimOrder, slot: Slot, delay: boolean, tick: number): number | undefined {
   if (delay) return order.handoffMs;
   const handoff = order.handoffFor?.(slot.job.id, tick) ?? order.handoffMs;
-  return slot.effective && handoff > slot.graceMs(slot.effective) ? undefined : handoff;
+  return handoff > order.handoffMs && slot.effective && handoff > slot.graceMs(slot.effective) ? undefined : handoff;
 }
 
 /** Without a view of the other nodes (no Redis): this node claims every tick. */

@@ -140,8 +140,9 @@ export class Timetable {
    * When a tick fires. An installation job: its first claimer fires ahead of a grid tick (cron,
    * fixedRate) by its schedule's claim lead (see `leads.ts`), at most a quarter of its interval,
    * so the claim's round trip is over when the tick comes (the run still starts on the tick);
-   * the backup and the others fire a hand-off delay after it (the backup on the tick while every
-   * node ranked ahead of it is suspected). Everything else fires on the tick.
+   * the backup and the others fire a hand-off delay after it (the backup: as `handoffOf` says,
+   * on the tick while every node ranked ahead of it is suspected, two delays late when it passes
+   * over one). Everything else fires on the tick.
    */
   private fireAt(slot: Slot, tick: number): number {
     if (slot.job.scope !== 'installation') return tick;

@@ -12,9 +12,9 @@
  * due later claimed (the node claims again) or the node leaves the live nodes (a node back under
  * the same id is found claiming at its first tick). A node ranked behind a suspect passes over
  * it: ranked third behind one, it is the backup of the other node ahead, two hand-off delays
- * late (that node, if it lives, claims first); behind two it suspects, it claims on the tick. So when two nodes die at once the others take
- * their ticks from the first few, not when the heartbeats drop them. A live node claims ahead
- * of its ticks, so the backup's read at the tick finds its next one claimed: a node wrongly
+ * late (that node, if it lives, claims first); behind two it suspects, it claims on the tick.
+ * So when two nodes die at once the others take their ticks from the first few, not when the
+ * heartbeats drop them. A live node claims ahead of its ticks, so the backup's read at the tick finds its next one claimed: a node wrongly
  * suspected costs a read, or a tick it claims late runs on its backup, never a run twice.
  * @module
  */
@@ -151,8 +151,8 @@ export function rendezvousOrder(self: string, peers: () => readonly string[], ha
         return undefined;
       }
       // Every node ranked ahead let the tick pass. A node is suspected anew only by its own backup
-      // (it alone ranks ahead): where two rank ahead, the one not suspected may have claimed a
-      // hand-off delay late as this node did, and lost.
+      // (it alone ranks ahead): where two rank ahead, the one not suspected may have claimed
+      // before this node, and lost to it only because its claim came late.
       for (const node of ahead) {
         const since = suspects.get(node);
         if (since !== undefined) suspects.set(node, Math.max(since, tick));
