@@ -117,6 +117,8 @@ interface ProcessCase {
   /** The first line of stderr. */
   readonly first: RegExp;
   readonly code: number;
+  /** A start whose port another process holds: the configuration's error is still the one named. */
+  readonly portTaken?: true;
 }
 
 describe('the CLI as real processes: a clear line, a non-zero exit, no stack trace, no secret', () => {
@@ -127,9 +129,10 @@ describe('the CLI as real processes: a clear line, a non-zero exit, no stack tra
     { args: ['start', '--jobs', jobs, '--prefix', 'has space'], first: /^leasehold: LEASEHOLD_PREFIX\/--prefix: "has space"/, code: 2 },
     { args: ['start', '--jobs', jobs], env: { LEASEHOLD_INSTANCE_ID: '../../etc' }, first: /^leasehold: LEASEHOLD_INSTANCE_ID\/--instance-id:/, code: 2 },
     { args: ['start', '--jobs', jobs], env: { LOG_LEVEL: 'loud' }, first: /^leasehold: LOG_LEVEL: "loud" is not one of/, code: 2 },
-    { args: ['start', '--jobs', jobs], env: { REDIS_URL: `redis://:${PASSWORD}@127.0.0.1:99999` }, first: /^leasehold: Redis url "redis:\/\/:\*\*\*@127\.0\.0\.1:99999" is not a valid URL/, code: 2 },
-    { args: ['start', '--jobs', jobs], env: { REDIS_URL: `redis://:${PASSWORD}%zz@127.0.0.1:6390` }, first: /^leasehold: Redis url "redis:\/\/:\*\*\*@127\.0\.0\.1:6390" has a badly escaped password/, code: 2 },
-    { args: ['start', '--jobs', jobs], env: { REDIS_SENTINELS: '127.0.0.1:1' }, first: /REDIS_SENTINEL_NAME/, code: 2 },
+    { args: ['start', '--jobs', jobs], env: { REDIS_URL: `redis://:${PASSWORD}@127.0.0.1:99999` }, first: /^leasehold: Redis url "redis:\/\/:\*\*\*@127\.0\.0\.1:99999" is not a valid URL/, code: 2, portTaken: true },
+    { args: ['start', '--jobs', jobs], env: { REDIS_URL: `redis://:${PASSWORD}%zz@127.0.0.1:6390` }, first: /^leasehold: Redis url "redis:\/\/:\*\*\*@127\.0\.0\.1:6390" has a badly escaped password/, code: 2, portTaken: true },
+    { args: ['start', '--jobs', jobs], env: { REDIS_SENTINELS: '127.0.0.1:1' }, first: /REDIS_SENTINEL_NAME/, code: 2, portTaken: true },
+    { args: ['start', '--jobs', jobs], env: { REDIS_CLUSTER_NODES: 'a:b:c' }, first: /REDIS_CLUSTER_NODES/, code: 2, portTaken: true },
     { args: ['start', '--jobs', jobs, '--bogus'], first: /^leasehold: start: Unknown option '--bogus'/, code: 2 },
     { args: ['start', '--jobs'], first: /^leasehold: start: Option '--jobs <value>' argument missing/, code: 2 },
     { args: ['start'], first: /^leasehold: start: --jobs <module> is required/, code: 2 },
@@ -150,7 +153,11 @@ describe('the CLI as real processes: a clear line, a non-zero exit, no stack tra
   ];
 
   test(`${cases.length} bad invocations`, async () => {
-    const results = await Promise.all(cases.map((c) => runLeasehold(c.args, { LEASEHOLD_ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'info', ...c.env })));
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const address = blocker.address();
+    const taken = { PORT: String(typeof address === 'object' && address !== null ? address.port : 0) };
+    const results = await Promise.all(cases.map((c) => runLeasehold(c.args, { LEASEHOLD_ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'info', ...c.env, ...(c.portTaken ? taken : {}) }))).finally(() => blocker.close());
     cases.forEach((c, i) => {
       const r = results[i];
       assert.ok(r);

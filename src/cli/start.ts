@@ -10,7 +10,7 @@ import type { JobDefinition } from '../schedule/job.js';
 import { parseDuration } from '../schedule/duration.js';
 import { assertJobs, checkJobs } from '../schedule/job-list.js';
 import { bindTask, expandExport } from '../decorators/register.js';
-import { asyncCallsOf, createRunner, type RunnerOptions } from '../create/index.js';
+import { asyncCallsOf, createRunner, resolveRunnerOptions, type RunnerOptions } from '../create/index.js';
 import { CONFIG, helpOption, readConfig } from './config.js';
 import type { CommandHelp } from './help.js';
 import { loadJobsModule, loadModuleExtras } from './load.js';
@@ -103,6 +103,15 @@ function onWorkerThread(job: unknown): boolean {
   return typeof job === 'object' && job !== null && (job as JobDefinition).thread === 'worker' && (job as JobDefinition).module === undefined;
 }
 
+/** The Redis options of the configuration. */
+function redisOf(config: ReturnType<typeof readConfig>): Pick<RunnerOptions, 'redisUrl' | 'redisClusterNodes' | 'redisSentinels' | 'redisSentinelName'> {
+  return {
+    ...(config.redisUrl ? { redisUrl: config.redisUrl } : {}),
+    ...(config.redisClusterNodes ? { redisClusterNodes: splitList(config.redisClusterNodes) } : {}),
+    ...(config.redisSentinels ? { redisSentinels: splitList(config.redisSentinels), redisSentinelName: config.redisSentinelName } : {}),
+  };
+}
+
 /** Runs a node; resolves to the exit code once it has stopped. */
 export async function runStart(args: string[]): Promise<number> {
   const config = readConfig(parseFlags(args), process.env);
@@ -113,6 +122,9 @@ export async function runStart(args: string[]): Promise<number> {
   for (const warning of warnings) logger.warn(warning);
   checkAllJobs(jobs, decorated);
   const extras = await loadModuleExtras(config.jobs);
+  // A Redis that cannot be reached as configured is named before the port is tried: the port
+  // may be taken as well (the node it belongs to), and then says nothing of this one's mistake.
+  resolveRunnerOptions({ logger, ...redisOf(config) });
   // A port taken (by another node, most often) ends the start before anything runs.
   await checkPortFree(config.host, config.port).catch((err: unknown) => {
     throw httpProblem(config, err);
@@ -133,9 +145,7 @@ export async function runStart(args: string[]): Promise<number> {
     prefix: config.prefix,
     shutdownGrace: parseDuration(config.shutdownGrace),
     ...(config.instanceId ? { instanceId: config.instanceId } : {}),
-    ...(config.redisUrl ? { redisUrl: config.redisUrl } : {}),
-    ...(config.redisClusterNodes ? { redisClusterNodes: splitList(config.redisClusterNodes) } : {}),
-    ...(config.redisSentinels ? { redisSentinels: splitList(config.redisSentinels), redisSentinelName: config.redisSentinelName } : {}),
+    ...redisOf(config),
     ...(config.adminToken ? { adminToken: config.adminToken } : {}),
     ...(config.readToken ? { readToken: config.readToken } : {}),
     ...(config.metricsToken ? { metricsToken: config.metricsToken } : {}),

@@ -9,7 +9,7 @@ import { tracked } from './problem.js';
 import { Cluster, Redis } from 'ioredis';
 import { systemClock, type Timers } from '../clock.js';
 import { ErrorCodes, LeaseholdError } from '../errors.js';
-import { parseNodeList, targetOptions, type RedisTarget } from './target.js';
+import { parseNodeList, targetOptions, type NodeList, type RedisTarget } from './target.js';
 import { roleOptions, type RedisRole } from './roles.js';
 import { clusterRoleOptions, dialNodes } from './cluster.js';
 import { SentinelRedis, sentinelRoleOptions } from './sentinel.js';
@@ -56,6 +56,23 @@ function checkTarget(target: RedisTarget): RedisTarget {
   return target;
 }
 
+/** A Cluster target's nodes and the options their URLs carry; throws `invalidRedisTarget`. */
+function clusterNodes(target: { readonly clusterNodes: readonly string[] }): NodeList {
+  const list = parseNodeList(target.clusterNodes, 'REDIS_CLUSTER_NODES', 6379);
+  if (list.options.db !== undefined) {
+    throw new LeaseholdError(ErrorCodes.invalidRedisTarget, 'REDIS_CLUSTER_NODES: a Redis Cluster has only database 0');
+  }
+  return list;
+}
+
+/** Checks `target` as a connection to it would, without connecting; throws `invalidRedisTarget` naming what is wrong. */
+export function checkRedisTarget(target: RedisTarget): void {
+  checkTarget(target);
+  if ('url' in target) targetOptions(target);
+  else if ('clusterNodes' in target) clusterNodes(target);
+  else parseNodeList(target.sentinels, 'REDIS_SENTINELS', 26379);
+}
+
 /**
  * A new connection for `role`, to `url`, to `target` or to the same server(s) as `client`.
  * A fail-fast connection (`lease`, `stats`) rejects commands until it is ready; await
@@ -85,10 +102,7 @@ function connect(opts: CreateRedisOptions): RedisClient {
   checkTarget(target);
   if ('url' in target) return new Redis({ ...targetOptions(target), ...roleOptions(opts.role, opts.commandTimeoutMs) });
   if ('clusterNodes' in target) {
-    const list = parseNodeList(target.clusterNodes, 'REDIS_CLUSTER_NODES', 6379);
-    if (list.options.db !== undefined) {
-      throw new LeaseholdError(ErrorCodes.invalidRedisTarget, 'REDIS_CLUSTER_NODES: a Redis Cluster has only database 0');
-    }
+    const list = clusterNodes(target);
     return dialNodes(new Cluster(list.nodes.map((n) => ({ host: n.host, port: n.port })), clusterRoleOptions(opts.role, opts.commandTimeoutMs, list.options)), opts.onDialError);
   }
   const list = parseNodeList(target.sentinels, 'REDIS_SENTINELS', 26379);
