@@ -14,8 +14,9 @@
  * it: ranked third behind one, it is the backup of the other node ahead, two hand-off delays
  * late (that node, if it lives, claims first); behind two it suspects, it claims on the tick.
  * So when two nodes die at once the others take their ticks from the first few, not when the
- * heartbeats drop them. A live node claims ahead of its ticks, so the backup's read at the tick finds its next one claimed: a node wrongly
- * suspected costs a read, or a tick it claims late runs on its backup, never a run twice.
+ * heartbeats drop them. A live node claims ahead of its ticks, so the backup's read at the tick
+ * finds its next one claimed: a node wrongly suspected costs a read, or a tick it claims late
+ * runs on its backup, never a run twice.
  * @module
  */
 import type { ClaimOrder } from '../runner/order.js';
@@ -86,22 +87,29 @@ export function rendezvousOrder(self: string, peers: () => readonly string[], ha
     }
     return nodes;
   };
-  const place = (jobId: string, tick: number | undefined): number => {
-    const nodes = livePeers();
-    if (nodes.length <= 1) return 0;
+  /**
+   * How many of `nodes` rank ahead of this one for the job's tick, and how many of those are not
+   * suspects (all of them unless `passOver`); the count stops once `enough` are not.
+   */
+  const countAhead = (nodes: readonly string[], jobId: string, tick: number | undefined, passOver: boolean, enough: number): [ahead: number, unsuspected: number] => {
     const job = hashOf(jobHashes, jobId);
     const mine = weight(job, tick, hashOf(nodeHashes, self));
-    // A grid tick's suspects ranked ahead are passed over by the nodes behind them, but the node
-    // ranked first stays first: a suspect's ticks are claimed by the backup, reading first.
-    const passOver = tick !== undefined && suspects.size > 0;
     let ahead = 0;
     let unsuspected = 0;
     for (const node of nodes) {
       if (node === self || !ranksAhead(node, weight(job, tick, hashOf(nodeHashes, node)), mine)) continue;
       ahead++;
       if (!passOver || !suspects.has(node)) unsuspected++;
-      if (unsuspected >= 2) return 2;
+      if (unsuspected >= enough) break;
     }
+    return [ahead, unsuspected];
+  };
+  const place = (jobId: string, tick: number | undefined): number => {
+    const nodes = livePeers();
+    if (nodes.length <= 1) return 0;
+    // A grid tick's suspects ranked ahead are passed over by the nodes behind them, but the node
+    // ranked first stays first: a suspect's ticks are claimed by the backup, reading first.
+    const [ahead, unsuspected] = countAhead(nodes, jobId, tick, tick !== undefined && suspects.size > 0, 2);
     return ahead === 0 ? 0 : Math.max(1, unsuspected);
   };
   /** The live nodes ranked ahead of this one for the job's grid tick, first first. */
@@ -122,15 +130,7 @@ export function rendezvousOrder(self: string, peers: () => readonly string[], ha
     handoffFor(jobId, tick) {
       const nodes = livePeers();
       if (suspects.size === 0) return handoffMs;
-      const job = hashOf(jobHashes, jobId);
-      const mine = weight(job, tick, hashOf(nodeHashes, self));
-      let ahead = 0;
-      let unsuspected = 0;
-      for (const node of nodes) {
-        if (node === self || !ranksAhead(node, weight(job, tick, hashOf(nodeHashes, node)), mine)) continue;
-        ahead++;
-        if (!suspects.has(node)) unsuspected++;
-      }
+      const [ahead, unsuspected] = countAhead(nodes, jobId, tick, true, Infinity);
       if (ahead > 0 && unsuspected === 0) return 0;
       // Passing over a suspect, this node is the backup's backup: the node ranked second, if it
       // lives, claims first, and learns from its own win that the first let the tick pass.
@@ -138,11 +138,11 @@ export function rendezvousOrder(self: string, peers: () => readonly string[], ha
     },
     backupAnswered(jobId, tick, claimed) {
       if (!claimed && suspects.size === 0) return undefined;
-      // The live nodes changed since the claim went out: its answer says nothing of who is first now.
-      if (place(jobId, tick) !== 1) return undefined;
       const ahead = aheadOf(jobId, tick);
       const first = ahead[0];
-      if (first === undefined) return undefined;
+      // This node is no longer the tick's backup (the live nodes changed since the claim went out):
+      // its answer says nothing of who is first now.
+      if (first === undefined || ahead.filter((node) => !suspects.has(node)).length > 1) return undefined;
       if (!claimed) {
         // Found claimed by the node ranked first, unless another node ranked ahead of this one
         // claimed it: that says nothing of which.
